@@ -1,0 +1,151 @@
+#include "checks/compare.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+
+namespace mpscheck {
+
+namespace {
+
+std::string shape_string(at::IntArrayRef s) {
+  return fmt::format("[{}]", fmt::join(s.begin(), s.end(), ", "));
+}
+
+// Flat index -> "[i, j, k]" for messages.
+std::string index_string(std::int64_t flat, const std::vector<std::int64_t>& shape) {
+  if (shape.empty()) return "[]";
+  std::vector<std::int64_t> idx(shape.size());
+  for (size_t d = shape.size(); d-- > 0;) {
+    const std::int64_t n = std::max<std::int64_t>(shape[d], 1);
+    idx[d] = flat % n;
+    flat /= n;
+  }
+  return fmt::format("[{}]", fmt::join(idx, ", "));
+}
+
+}  // namespace
+
+OutputReport compare_tensors(const std::string& name, const at::Tensor& reference,
+                             const at::Tensor& target, const Tolerance& tol) {
+  OutputReport o;
+  o.name = name;
+  if (!reference.defined() || !target.defined()) {
+    o.ok = reference.defined() == target.defined();
+    if (!o.ok) o.note = reference.defined() ? "missing on the target" : "missing on the reference";
+    return o;
+  }
+  o.shape.assign(reference.sizes().begin(), reference.sizes().end());
+  o.reference_dtype = c10::toString(reference.scalar_type());
+  o.target_dtype = c10::toString(target.scalar_type());
+  o.numel = reference.numel();
+  if (reference.sizes() != target.sizes()) {
+    o.ok = false;
+    o.note = fmt::format("shape differs: reference {} vs target {}", shape_string(reference.sizes()),
+                         shape_string(target.sizes()));
+    return o;
+  }
+  if (o.numel == 0) return o;
+
+  at::NoGradGuard no_grad;
+  const at::Tensor r = reference.detach().to(at::kCPU).to(at::kDouble).reshape({-1});
+  const at::Tensor t = target.detach().to(at::kCPU).to(at::kDouble).reshape({-1});
+
+  const at::Tensor r_nan = r.isnan(), t_nan = t.isnan();
+  const at::Tensor r_inf = r.isinf(), t_inf = t.isinf();
+  o.nan_reference = r_nan.sum().item<std::int64_t>();
+  o.nan_target = t_nan.sum().item<std::int64_t>();
+  o.inf_reference = r_inf.sum().item<std::int64_t>();
+  o.inf_target = t_inf.sum().item<std::int64_t>();
+
+  const at::Tensor r_fin = r.isfinite(), t_fin = t.isfinite();
+  const at::Tensor both = r_fin & t_fin;
+  const at::Tensor diff = at::where(both, (t - r).abs(), at::zeros_like(r));
+  const at::Tensor allowed = tol.atol + tol.rtol * r.abs();
+  // Non-finite positions agree only when both sides hold the same non-finite value.
+  const at::Tensor nonfinite_ok = (r_nan & t_nan) | (r_inf & t_inf & (r == t));
+  const at::Tensor bad = (both & (diff > allowed)) | (~both & ~nonfinite_ok);
+
+  o.mismatches = bad.sum().item<std::int64_t>();
+  o.ok = o.mismatches == 0;
+  if (o.mismatches > 0) o.first_mismatch = bad.nonzero().select(1, 0)[0].item<std::int64_t>();
+
+  const std::int64_t worst = diff.argmax().item<std::int64_t>();
+  o.max_abs = diff[worst].item<double>();
+  const at::Tensor rel = at::where(both & (r.abs() > tol.atol), diff / r.abs(), at::zeros_like(r));
+  o.max_rel = rel.max().item<double>();
+  // Show where it went most wrong: the first bad element when some value is non-finite there.
+  const std::int64_t shown = (o.first_mismatch >= 0 && !both[o.first_mismatch].item<bool>())
+                                 ? o.first_mismatch : worst;
+  o.reference_value = r[shown].item<double>();
+  o.target_value = t[shown].item<double>();
+  if (o.mismatches > 0 && o.first_mismatch >= 0 && shown != worst) {
+    o.note = fmt::format("first bad element at {}", index_string(shown, o.shape));
+  }
+  return o;
+}
+
+Verdict judge_outputs(const std::vector<OutputReport>& outputs) {
+  Verdict v;
+  const OutputReport* first_nan = nullptr;
+  const OutputReport* first_bad = nullptr;
+  for (const auto& o : outputs) {
+    const bool target_nonfinite = o.nan_target + o.inf_target > o.nan_reference + o.inf_reference;
+    if (!o.ok && target_nonfinite && !first_nan) first_nan = &o;
+    if (!o.ok && !first_bad) first_bad = &o;
+  }
+  if (first_nan) {
+    v.status = Status::Nan;
+    v.message = fmt::format("{}: target has {} NaN and {} Inf where the reference has {} and {}",
+                            first_nan->name, first_nan->nan_target, first_nan->inf_target,
+                            first_nan->nan_reference, first_nan->inf_reference);
+  } else if (first_bad) {
+    v.status = Status::Mismatch;
+    if (!first_bad->note.empty() && first_bad->numel == 0) {
+      v.message = fmt::format("{}: {}", first_bad->name, first_bad->note);
+    } else if (!first_bad->note.empty() && first_bad->mismatches == 0) {
+      v.message = fmt::format("{}: {}", first_bad->name, first_bad->note);
+    } else {
+      v.message = fmt::format(
+          "{}: {} of {} elements outside tolerance, max abs error {:.3g} (max rel {:.3g}); "
+          "first at {}: reference {:.6g}, target {:.6g}",
+          first_bad->name, first_bad->mismatches, first_bad->numel, first_bad->max_abs,
+          first_bad->max_rel, index_string(first_bad->first_mismatch, first_bad->shape),
+          first_bad->reference_value, first_bad->target_value);
+    }
+  }
+  return v;
+}
+
+Status classify_exception(const std::string& message) {
+  std::string m = message;
+  std::transform(m.begin(), m.end(), m.begin(), [](unsigned char c) { return std::tolower(c); });
+  static const char* const kUnsupported[] = {
+      "not implemented", "not supported", "notimplementederror", "could not run '",
+      "does not support", "unsupported", "is not available for", "not linked with support"};
+  for (const char* p : kUnsupported)
+    if (m.find(p) != std::string::npos) return Status::Unsupported;
+  return Status::Error;
+}
+
+std::string tidy_exception_message(const std::string& what) {
+  std::string m = what;
+  const auto backtrace = m.find("Exception raised from");
+  if (backtrace != std::string::npos) m.erase(backtrace);
+  const auto newline = m.find('\n');
+  if (newline != std::string::npos) {
+    // Keep a one-line message; LibTorch puts the useful sentence first.
+    std::string first = m.substr(0, newline);
+    if (first.find_first_not_of(" \t") == std::string::npos) first = m.substr(newline + 1);
+    m = first;
+    const auto nl = m.find('\n');
+    if (nl != std::string::npos) m.erase(nl);
+  }
+  while (!m.empty() && std::isspace(static_cast<unsigned char>(m.back()))) m.pop_back();
+  if (m.size() > 400) m = m.substr(0, 397) + "...";
+  return m;
+}
+
+}  // namespace mpscheck

@@ -1,0 +1,37 @@
+#include "checks/timing.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace mpscheck {
+
+namespace {
+double quantile(const std::vector<double>& sorted, double q) {
+  if (sorted.empty()) return 0;
+  const double pos = q * static_cast<double>(sorted.size() - 1);
+  const size_t lo = static_cast<size_t>(std::floor(pos));
+  const size_t hi = std::min(lo + 1, sorted.size() - 1);
+  return sorted[lo] + (sorted[hi] - sorted[lo]) * (pos - static_cast<double>(lo));
+}
+}  // namespace
+
+TimingStats summarize_times(std::vector<double> samples) {
+  TimingStats t;
+  std::sort(samples.begin(), samples.end());
+  t.runs = static_cast<int>(samples.size());
+  t.median_s = quantile(samples, 0.5);
+  t.p25_s = quantile(samples, 0.25);
+  t.p75_s = quantile(samples, 0.75);
+  return t;
+}
+
+const char* speed_class(const TimingStats& reference, const TimingStats& target) {
+  if (reference.median_s <= 0 || target.median_s <= 0) return "similar";
+  const double speedup = reference.median_s / target.median_s;
+  const double gap = (reference.noisy() || target.noisy()) ? 1.10 : 1.0;
+  if (speedup >= 1.05 && target.p75_s * gap < reference.p25_s) return "faster";
+  if (speedup <= 1 / 1.05 && reference.p75_s * gap < target.p25_s) return "slower";
+  return "similar";
+}
+
+}  // namespace mpscheck

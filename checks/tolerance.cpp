@@ -1,0 +1,69 @@
+#include "checks/tolerance.hpp"
+
+#include <algorithm>
+
+namespace mpscheck {
+
+namespace {
+
+// PyTorch's assert_close defaults per dtype.
+Tolerance dtype_default(c10::ScalarType dtype) {
+  switch (dtype) {
+    case c10::kHalf: return {1e-3, 1e-5};
+    case c10::kBFloat16: return {1.6e-2, 1e-5};
+    case c10::kDouble: return {1e-7, 1e-7};
+    case c10::kFloat: return {1.3e-6, 1e-5};
+    default: return {0, 0};
+  }
+}
+
+struct FamilyRule {
+  const char* family;
+  Tolerance f32;      // floor for float32 targets
+  Tolerance reduced;  // floor for float16/bfloat16 targets (input rounding + accumulation)
+  const char* why;
+};
+
+// Widened only where accumulation order legitimately differs between backends.
+const FamilyRule kRules[] = {
+    {"elementwise", {1.3e-6, 1e-5}, {1e-2, 1e-3}, "one rounding per element"},
+    {"activation", {1e-5, 1e-5}, {1e-2, 1e-3}, "vendor libm/erf/tanh approximations differ by ulps"},
+    {"conv", {1e-4, 3e-5}, {3e-2, 3e-2}, "long dot products, algorithm (im2col, winograd, fft) differs"},
+    {"matmul", {1e-4, 3e-5}, {3e-2, 3e-2}, "long dot products, blocking order differs"},
+    {"linalg", {1e-4, 1e-4}, {5e-2, 5e-2}, "factorisations amplify rounding by the condition number"},
+    {"reduction", {1e-5, 1e-5}, {2e-2, 1e-2}, "summation order differs (tree vs sequential)"},
+    {"softmax", {1e-5, 1e-6}, {1e-2, 1e-3}, "exp and a reduction"},
+    {"norm", {1e-5, 1e-5}, {2e-2, 1e-2}, "mean/variance reductions"},
+    {"pool", {1.3e-6, 1e-5}, {1e-2, 1e-3}, "max is exact; average is a short sum"},
+    {"indexing", {1.3e-6, 1e-5}, {1e-2, 1e-3}, "data movement; accumulate variants add in any order"},
+    {"loss", {1e-5, 1e-5}, {2e-2, 1e-2}, "a reduction over the batch"},
+    {"attention", {1e-4, 3e-5}, {3e-2, 3e-2}, "matmuls plus softmax"},
+    {"recurrent", {1e-4, 3e-5}, {3e-2, 3e-2}, "matmuls chained over time steps"},
+    {"fft", {1e-4, 1e-4}, {5e-2, 5e-2}, "butterfly order differs"},
+    {"random", {0.05, 0.05}, {0.05, 0.05}, "statistics of samples, not values (see the op's notes)"},
+    {"model", {1e-4, 1e-4}, {5e-2, 5e-2}, "whole networks: many chained reductions"},
+    {"train", {1e-3, 1e-4}, {1e-1, 5e-2}, "training steps compound the forward/backward error"},
+};
+
+}  // namespace
+
+Tolerance tolerance_for(const std::string& family, c10::ScalarType dtype) {
+  if (!c10::isFloatingType(dtype)) return {0, 0};
+  Tolerance tol = dtype_default(dtype);
+  const bool reduced = dtype == c10::kHalf || dtype == c10::kBFloat16;
+  // Pure data movement must be exact; in reduced precision only the input rounding remains.
+  if (family == "shape") return reduced ? tol : Tolerance{0, 0};
+  for (const auto& rule : kRules) {
+    if (family != rule.family) continue;
+    const Tolerance& floor = reduced ? rule.reduced : rule.f32;
+    tol.rtol = std::max(tol.rtol, floor.rtol);
+    tol.atol = std::max(tol.atol, floor.atol);
+    return tol;
+  }
+  if (reduced) {  // unknown family: still allow for the dtype's own rounding
+    tol.atol = std::max(tol.atol, 1e-3);
+  }
+  return tol;
+}
+
+}  // namespace mpscheck

@@ -1,0 +1,134 @@
+#include "core/config.hpp"
+#include "core/version.hpp"
+
+#include <boost/program_options.hpp>
+#include <fmt/format.h>
+
+#include <sstream>
+
+namespace mpscheck {
+
+namespace po = boost::program_options;
+
+namespace {
+
+po::options_description visible_options() {
+  po::options_description select("Choosing cases");
+  select.add_options()
+      ("all", "run every case (ops and models)")
+      ("ops", "run operator cases")
+      ("models", "run model cases")
+      ("filter", po::value<std::vector<std::string>>()->composing(),
+       "REGEX searched in case ids; a leading '-' excludes (repeatable)")
+      ("list", "list the selected case ids and tags, run nothing");
+  po::options_description run("Running");
+  run.add_options()
+      ("target", po::value<std::string>()->default_value("auto"),
+       "mps | cuda | cpu, optionally :float16 or :bfloat16 (auto: first accelerator, else cpu:bfloat16)")
+      ("quick", "small shapes and few training steps, for CI and tests")
+      ("seed", po::value<std::uint64_t>()->default_value(0), "seed for inputs and initial weights")
+      ("threads", po::value<int>()->default_value(0), "CPU intra-op threads (0: LibTorch's default)")
+      ("timeout", po::value<double>(), "seconds before a case is killed (default 300 ops / 1800 models; 60 / 300 with --quick)")
+      ("min-time", po::value<double>(), "timing budget per side per case in seconds (default 0.2; 0.05 with --quick; 0 skips timing)")
+      ("plugin-dir", po::value<std::vector<std::string>>()->composing(), "also load the plugins in DIR (repeatable)")
+      ("no-default-plugins", "do not load the plugins shipped next to the binary")
+      ("resume", "continue the run recorded in the report folder's journal, skipping finished cases");
+  po::options_description out("Reports");
+  out.add_options()
+      ("report-dir", po::value<std::string>()->default_value("mpscheck-report"),
+       "folder for the journal and default reports")
+      ("json", po::value<std::string>(), "write the JSON report to FILE (default REPORT-DIR/report.json)");
+  po::options_description misc("Other");
+  misc.add_options()
+      ("help,h", "show this help")
+      ("version", "show the version");
+  po::options_description all("Usage: mpscheck [--all | --ops | --models | --filter REGEX] [options]\n"
+                              "       mpscheck env\n");
+  all.add(select).add(run).add(out).add(misc);
+  return all;
+}
+
+}  // namespace
+
+Config parse_command_line(int argc, const char* const* argv, std::string* out_text) {
+  po::options_description options = visible_options();
+  po::options_description hidden;
+  hidden.add_options()("worker", "internal: run cases for a host over a pipe")
+      ("command", po::value<std::string>(), "subcommand");
+  po::options_description everything;
+  everything.add(options).add(hidden);
+  po::positional_options_description positional;
+  positional.add("command", 1);
+
+  po::variables_map vm;
+  try {
+    po::store(po::command_line_parser(argc, argv).options(everything).positional(positional).run(), vm);
+    po::notify(vm);
+  } catch (const po::error& e) {
+    throw UsageError(fmt::format("{}; see 'mpscheck --help'", e.what()));
+  }
+
+  Config c;
+  if (vm.count("help")) {
+    c.command = Command::Help;
+    if (out_text) {
+      std::ostringstream s;
+      s << options;
+      *out_text = s.str();
+    }
+    return c;
+  }
+  if (vm.count("version")) {
+    c.command = Command::Version;
+    if (out_text) *out_text = std::string("mpscheck ") + kVersion;
+    return c;
+  }
+  if (vm.count("command")) {
+    const std::string cmd = vm["command"].as<std::string>();
+    if (cmd == "env") c.command = Command::Env;
+    else throw UsageError(fmt::format("unknown command '{}'; commands: env (see 'mpscheck --help')", cmd));
+  }
+  if (vm.count("worker")) c.command = Command::Worker;
+
+  c.all = vm.count("all") > 0;
+  c.selection.ops = vm.count("ops") > 0;
+  c.selection.models = vm.count("models") > 0;
+  if (c.all) c.selection.ops = c.selection.models = true;
+  if (vm.count("filter")) c.selection.filters = vm["filter"].as<std::vector<std::string>>();
+  try {
+    CaseFilter check(c.selection.filters);
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(e.what());
+  }
+  if (vm.count("list") && c.command == Command::Run) c.command = Command::List;
+
+  try {
+    c.target = parse_target(vm["target"].as<std::string>());
+  } catch (const BadTarget& e) {
+    throw UsageError(e.what());
+  }
+  c.quick = vm.count("quick") > 0;
+  c.seed = vm["seed"].as<std::uint64_t>();
+  c.threads = vm["threads"].as<int>();
+  if (c.threads < 0) throw UsageError("--threads must be 0 (LibTorch's default) or a positive count");
+  if (vm.count("timeout")) {
+    c.timeout_s = vm["timeout"].as<double>();
+    if (!(c.timeout_s > 0)) throw UsageError("--timeout must be a positive number of seconds");
+  }
+  if (vm.count("min-time")) {
+    c.min_time_s = vm["min-time"].as<double>();
+    if (!(c.min_time_s >= 0)) throw UsageError("--min-time must be 0 or a positive number of seconds");
+  }
+  if (vm.count("plugin-dir")) c.plugin_dirs = vm["plugin-dir"].as<std::vector<std::string>>();
+  c.default_plugins = vm.count("no-default-plugins") == 0;
+  c.resume = vm.count("resume") > 0;
+  c.report_dir = vm["report-dir"].as<std::string>();
+  if (vm.count("json")) c.json_path = vm["json"].as<std::string>();
+
+  const bool chose = c.selection.ops || c.selection.models || !c.selection.filters.empty();
+  if ((c.command == Command::Run) && !chose)
+    throw UsageError("nothing selected: pass --all, --ops, --models or --filter REGEX (see 'mpscheck --help')");
+  return c;
+}
+
+}  // namespace mpscheck

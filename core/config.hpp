@@ -1,0 +1,47 @@
+// Everything a run is configured with, parsed from the command line (core/cli.cpp).
+#pragma once
+
+#include "core/registry.hpp"
+#include "core/target.hpp"
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace mpscheck {
+
+enum class Command { Run, List, Worker, Env, Help, Version };
+
+struct Config {
+  Command command = Command::Run;
+  Selection selection;
+  bool all = false;
+  TargetSpec target;
+  bool quick = false;
+  std::uint64_t seed = 0;
+  int threads = 0;             // 0: LibTorch's default
+  double timeout_s = 0;        // 0: per kind (see default_timeout)
+  double min_time_s = -1;      // timing budget per side; <0: 0.2 s, or 0.05 s with --quick
+  std::string report_dir = "mpscheck-report";
+  std::string json_path;       // default <report_dir>/report.json
+  std::vector<std::string> plugin_dirs;
+  bool default_plugins = true; // load the plugins shipped next to the binary
+  bool resume = false;
+
+  double min_time() const { return min_time_s >= 0 ? min_time_s : (quick ? 0.05 : 0.2); }
+  double timeout_for_model() const { return timeout_s > 0 ? timeout_s : (quick ? 300 : 1800); }
+  double timeout_for_op() const { return timeout_s > 0 ? timeout_s : (quick ? 60 : 300); }
+  std::string journal_path() const { return report_dir + "/journal.jsonl"; }
+  std::string report_path() const { return json_path.empty() ? report_dir + "/report.json" : json_path; }
+};
+
+// Bad command line: the message is one line saying what is wrong and what to do.
+struct UsageError : std::invalid_argument {
+  using std::invalid_argument::invalid_argument;
+};
+
+// Parses argv. Throws UsageError. Command::Help / Version carry their text in `out_text`.
+Config parse_command_line(int argc, const char* const* argv, std::string* out_text = nullptr);
+
+}  // namespace mpscheck

@@ -1,0 +1,22 @@
+// Runs one case inside the worker: reference, target, comparison, timing.
+#pragma once
+
+#include "core/plugin_host.hpp"
+#include "core/result.hpp"
+#include "core/target.hpp"
+
+namespace mpscheck {
+
+struct ExecuteOptions {
+  TargetSpec target;      // resolved: no "auto"
+  Setup setup;
+  double min_time_s = 0.2;  // timing budget per side; 0 skips timing
+};
+
+CaseResult execute_case(const RegisteredWorkload& w, const ExecuteOptions& options);
+
+// The dtype the target computes in for workload `w` (the case's own reduced dtype, else the
+// target's dtype policy).
+c10::ScalarType target_dtype_for(const Workload& w, const TargetSpec& target);
+
+}  // namespace mpscheck

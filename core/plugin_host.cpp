@@ -1,0 +1,112 @@
+#include "core/plugin_host.hpp"
+
+#include <mpscheck/plugin.hpp>
+
+#include <boost/dll/runtime_symbol_info.hpp>
+#include <boost/dll/shared_library.hpp>
+#include <fmt/format.h>
+
+#include <dlfcn.h>
+
+#include <algorithm>
+
+namespace mpscheck {
+
+namespace fs = std::filesystem;
+
+namespace {
+// LibTorch plugins register operators in static objects and crash if unloaded, so every library
+// is kept until the process exits (as LLVM keeps pass plugins). Deliberately never destroyed.
+std::vector<boost::dll::shared_library>& permanent_libraries() {
+  static auto* libraries = new std::vector<boost::dll::shared_library>();
+  return *libraries;
+}
+
+bool looks_like_plugin_file(const fs::path& p) {
+  const auto ext = p.extension().string();
+  return ext == ".so" || ext == ".dylib";
+}
+}  // namespace
+
+PluginHost::PluginHost() = default;
+PluginHost::~PluginHost() = default;
+
+void PluginHost::load_file(const fs::path& file) {
+  const std::string where = file.string();
+  if (!fs::exists(file)) throw PluginLoadError(fmt::format("{}: no such file", where));
+  boost::dll::fs::error_code ec;
+  boost::dll::shared_library lib(file, ec, boost::dll::load_mode::rtld_lazy | boost::dll::load_mode::rtld_local);
+  if (ec || !lib.is_loaded()) {
+    const char* detail = dlerror();  // the loader's own reason is more useful than the errno
+    throw PluginLoadError(fmt::format("{}: not a loadable shared library ({})", where,
+                                      detail ? detail : ec.message()));
+  }
+  if (!lib.has("mpscheck_plugin"))
+    throw PluginLoadError(fmt::format("{}: not an mpscheck plugin (it exports no 'mpscheck_plugin' "
+                                      "descriptor; build it with MPSCHECK_PLUGIN)", where));
+  auto descriptor_fn = lib.get_alias<const PluginDescriptor*()>("mpscheck_plugin");
+  const PluginDescriptor* d = descriptor_fn();
+  if (d == nullptr || d->magic != kPluginMagic)
+    throw PluginLoadError(fmt::format("{}: its 'mpscheck_plugin' symbol is not an mpscheck descriptor", where));
+  if (d->api_version != kPluginApiVersion)
+    throw PluginLoadError(fmt::format("{}: built for plugin API version {}, this mpscheck speaks version {}; "
+                                      "rebuild the plugin against this mpscheck's SDK",
+                                      where, d->api_version, kPluginApiVersion));
+  if (d->torch_major != TORCH_VERSION_MAJOR || d->torch_minor != TORCH_VERSION_MINOR)
+    throw PluginLoadError(fmt::format("{}: built against LibTorch {}.{}, this mpscheck uses LibTorch {}.{}; "
+                                      "rebuild the plugin against the same LibTorch",
+                                      where, d->torch_major, d->torch_minor, TORCH_VERSION_MAJOR,
+                                      TORCH_VERSION_MINOR));
+  auto info = std::make_unique<PluginInfo>(PluginInfo{where, d->name ? d->name : "?", d->version ? d->version : "?"});
+  Catalog catalog;
+  try {
+    d->create(catalog);
+  } catch (const std::exception& e) {
+    permanent_libraries().push_back(std::move(lib));  // the exception's code lives in the library
+    throw PluginLoadError(fmt::format("{}: plugin '{}' failed while creating its cases: {}", where, info->name, e.what()));
+  } catch (...) {
+    permanent_libraries().push_back(std::move(lib));
+    throw PluginLoadError(fmt::format("{}: plugin '{}' failed while creating its cases (unknown exception)",
+                                      where, info->name));
+  }
+  permanent_libraries().push_back(std::move(lib));
+  for (auto& w : catalog.workloads()) workloads_.emplace_back(info.get(), std::move(w));
+  plugins_.push_back(std::move(info));
+}
+
+void PluginHost::load_directory(const fs::path& dir) {
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec))
+    throw PluginLoadError(fmt::format("plugin folder {} does not exist or is not a folder", dir.string()));
+  std::vector<fs::path> files;
+  for (const auto& entry : fs::directory_iterator(dir, ec))
+    if (entry.is_regular_file() && looks_like_plugin_file(entry.path())) files.push_back(entry.path());
+  std::sort(files.begin(), files.end());
+  for (const auto& f : files) {
+    try {
+      load_file(f);
+    } catch (const PluginLoadError& e) {
+      warnings_.push_back(e.what());
+    }
+  }
+}
+
+std::vector<RegisteredWorkload> PluginHost::workloads() const {
+  std::vector<RegisteredWorkload> out;
+  out.reserve(workloads_.size());
+  for (const auto& [plugin, w] : workloads_) out.push_back({w.get(), plugin});
+  return out;
+}
+
+fs::path PluginHost::default_plugin_dir() {
+  boost::dll::fs::error_code ec;
+  const fs::path exe_dir = boost::dll::program_location(ec).parent_path();
+  if (ec) return {};
+  for (const fs::path& candidate : {exe_dir / "plugins", exe_dir.parent_path() / "lib" / "mpscheck" / "plugins"}) {
+    std::error_code fec;
+    if (fs::is_directory(candidate, fec)) return candidate;
+  }
+  return {};
+}
+
+}  // namespace mpscheck

@@ -1,0 +1,111 @@
+#include "core/result.hpp"
+
+#include <stdexcept>
+
+namespace mpscheck {
+
+namespace {
+constexpr const char* kStatusNames[] = {"pass",  "mismatch", "nan",     "unsupported",
+                                        "error", "crash",    "timeout", "skip"};
+}
+
+const char* to_string(Status s) { return kStatusNames[static_cast<int>(s)]; }
+
+Status status_from_string(const std::string& s) {
+  for (int i = 0; i < 8; ++i)
+    if (s == kStatusNames[i]) return static_cast<Status>(i);
+  throw std::invalid_argument("unknown status '" + s + "'");
+}
+
+bool is_finding(Status s) { return s != Status::Pass && s != Status::Skip; }
+
+void to_json(nlohmann::json& j, const OutputReport& o) {
+  j = {{"name", o.name},
+       {"shape", o.shape},
+       {"reference_dtype", o.reference_dtype},
+       {"target_dtype", o.target_dtype},
+       {"numel", o.numel},
+       {"max_abs", o.max_abs},
+       {"max_rel", o.max_rel},
+       {"mismatches", o.mismatches},
+       {"first_mismatch", o.first_mismatch},
+       {"reference_value", o.reference_value},
+       {"target_value", o.target_value},
+       {"nan_reference", o.nan_reference},
+       {"inf_reference", o.inf_reference},
+       {"nan_target", o.nan_target},
+       {"inf_target", o.inf_target},
+       {"ok", o.ok}};
+  if (!o.note.empty()) j["note"] = o.note;
+}
+
+void from_json(const nlohmann::json& j, OutputReport& o) {
+  o.name = j.at("name").get<std::string>();
+  o.shape = j.value("shape", std::vector<std::int64_t>{});
+  o.reference_dtype = j.value("reference_dtype", "");
+  o.target_dtype = j.value("target_dtype", "");
+  o.numel = j.value("numel", std::int64_t{0});
+  // Non-finite figures are written as null by nlohmann; read them back as infinity.
+  auto num = [&](const char* key) {
+    if (!j.contains(key) || j.at(key).is_null()) return std::numeric_limits<double>::infinity();
+    return j.at(key).get<double>();
+  };
+  o.max_abs = num("max_abs");
+  o.max_rel = num("max_rel");
+  o.mismatches = j.value("mismatches", std::int64_t{0});
+  o.first_mismatch = j.value("first_mismatch", std::int64_t{-1});
+  o.reference_value = num("reference_value");
+  o.target_value = num("target_value");
+  o.nan_reference = j.value("nan_reference", std::int64_t{0});
+  o.inf_reference = j.value("inf_reference", std::int64_t{0});
+  o.nan_target = j.value("nan_target", std::int64_t{0});
+  o.inf_target = j.value("inf_target", std::int64_t{0});
+  o.ok = j.value("ok", true);
+  o.note = j.value("note", "");
+}
+
+void to_json(nlohmann::json& j, const TimingStats& t) {
+  j = {{"median_s", t.median_s}, {"p25_s", t.p25_s}, {"p75_s", t.p75_s}, {"runs", t.runs},
+       {"noisy", t.noisy()}};
+}
+
+void from_json(const nlohmann::json& j, TimingStats& t) {
+  t.median_s = j.at("median_s").get<double>();
+  t.p25_s = j.at("p25_s").get<double>();
+  t.p75_s = j.at("p75_s").get<double>();
+  t.runs = j.at("runs").get<int>();
+}
+
+void to_json(nlohmann::json& j, const CaseResult& r) {
+  j = {{"id", r.id},         {"kind", r.kind},     {"tags", r.tags},       {"plugin", r.plugin},
+       {"status", to_string(r.status)},            {"message", r.message}, {"target", r.target},
+       {"dtype", r.dtype},   {"rtol", r.rtol},     {"atol", r.atol},       {"outputs", r.outputs},
+       {"speedup", r.speedup}, {"speed_class", r.speed_class},            {"wall_s", r.wall_s}};
+  j["reference_time"] = r.reference_time ? nlohmann::json(*r.reference_time) : nlohmann::json();
+  j["target_time"] = r.target_time ? nlohmann::json(*r.target_time) : nlohmann::json();
+  if (!r.signal.empty()) j["signal"] = r.signal;
+}
+
+void from_json(const nlohmann::json& j, CaseResult& r) {
+  r.id = j.at("id").get<std::string>();
+  r.kind = j.value("kind", "");
+  r.tags = j.value("tags", std::vector<std::string>{});
+  r.plugin = j.value("plugin", "");
+  r.status = status_from_string(j.at("status").get<std::string>());
+  r.message = j.value("message", "");
+  r.target = j.value("target", "");
+  r.dtype = j.value("dtype", "");
+  r.rtol = j.value("rtol", 0.0);
+  r.atol = j.value("atol", 0.0);
+  r.outputs = j.value("outputs", std::vector<OutputReport>{});
+  if (j.contains("reference_time") && !j.at("reference_time").is_null())
+    r.reference_time = j.at("reference_time").get<TimingStats>();
+  if (j.contains("target_time") && !j.at("target_time").is_null())
+    r.target_time = j.at("target_time").get<TimingStats>();
+  r.speedup = j.contains("speedup") && !j.at("speedup").is_null() ? j.at("speedup").get<double>() : 0.0;
+  r.speed_class = j.value("speed_class", "");
+  r.wall_s = j.value("wall_s", 0.0);
+  r.signal = j.value("signal", "");
+}
+
+}  // namespace mpscheck

@@ -1,0 +1,133 @@
+#include "core/target.hpp"
+
+#include <ATen/ATen.h>
+#include <torch/cuda.h>
+#include <torch/version.h>
+
+#if defined(__APPLE__) && (TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 1))
+#if __has_include(<torch/mps.h>)
+#include <torch/mps.h>
+#define MPSCHECK_HAVE_MPS_SYNC 1
+#endif
+#endif
+
+#include <fmt/format.h>
+
+namespace mpscheck {
+
+namespace {
+const char* dtype_name(c10::ScalarType t) {
+  switch (t) {
+    case c10::kHalf: return "float16";
+    case c10::kBFloat16: return "bfloat16";
+    case c10::kFloat: return "float32";
+    default: return c10::toString(t);
+  }
+}
+
+bool device_available(const std::string& type) {
+  if (type == "cpu") return true;
+  if (type == "mps") return at::hasMPS();
+  if (type == "cuda") return at::hasCUDA();
+  return false;
+}
+}  // namespace
+
+std::string TargetSpec::str() const {
+  return dtype ? device + ":" + dtype_name(*dtype) : device;
+}
+
+TargetSpec parse_target(const std::string& text) {
+  TargetSpec spec;
+  std::string device = text, dtype;
+  const auto colon = text.find(':');
+  if (colon != std::string::npos) {
+    device = text.substr(0, colon);
+    dtype = text.substr(colon + 1);
+  }
+  // cuda:1 is a device index, not a dtype.
+  if (device == "cuda" && !dtype.empty() && dtype.find_first_not_of("0123456789") == std::string::npos) {
+    device = text;
+    dtype.clear();
+  }
+  const std::string base = device.substr(0, device.find(':'));
+  if (base != "auto" && base != "cpu" && base != "mps" && base != "cuda")
+    throw BadTarget(fmt::format("unknown target device '{}' in --target {}: use auto, cpu, mps or cuda, "
+                                "optionally with :float16 or :bfloat16", base, text));
+  spec.device = device;
+  if (dtype.empty() || dtype == "float32" || dtype == "f32") {
+    if (!dtype.empty()) spec.dtype = c10::kFloat;
+  } else if (dtype == "float16" || dtype == "half" || dtype == "f16") {
+    spec.dtype = c10::kHalf;
+  } else if (dtype == "bfloat16" || dtype == "bf16") {
+    spec.dtype = c10::kBFloat16;
+  } else {
+    throw BadTarget(fmt::format("unknown dtype '{}' in --target {}: use float32, float16 or bfloat16",
+                                dtype, text));
+  }
+  if (spec.dtype == c10::kFloat) spec.dtype.reset();
+  return spec;
+}
+
+std::vector<std::string> available_devices() {
+  std::vector<std::string> out{"cpu"};
+  for (const char* d : {"mps", "cuda"})
+    if (device_available(d)) out.emplace_back(d);
+  return out;
+}
+
+std::string accelerator_status() {
+  std::string s;
+  s += at::hasMPS() ? "mps: available" : "mps: not available (this LibTorch has no MPS backend or no Metal device)";
+  s += "; ";
+  s += at::hasCUDA() ? fmt::format("cuda: available ({} devices)", torch::cuda::device_count())
+                     : "cuda: not available (CPU-only LibTorch or no GPU)";
+  return s;
+}
+
+ResolvedTarget resolve_target(const TargetSpec& requested) {
+  ResolvedTarget r{requested, {}};
+  if (requested.device == "auto") {
+    for (const char* d : {"mps", "cuda"}) {
+      if (device_available(d)) {
+        r.spec.device = d;
+        return r;
+      }
+    }
+    r.spec.device = "cpu";
+    if (!requested.dtype) r.spec.dtype = c10::kBFloat16;
+    r.note = fmt::format("no accelerator in this LibTorch build ({}); checking the reduced-precision "
+                         "CPU target {} instead",
+                         accelerator_status(), r.spec.str());
+    return r;
+  }
+  const std::string base = requested.device.substr(0, requested.device.find(':'));
+  if (!device_available(base)) {
+    const auto devices = available_devices();
+    throw TargetUnavailable(fmt::format(
+        "target '{}' is not available here ({}); available targets: {} (each optionally :float16 or "
+        ":bfloat16)",
+        requested.str(), accelerator_status(), fmt::join(devices, ", ")));
+  }
+  return r;
+}
+
+c10::Device to_device(const TargetSpec& spec) { return c10::Device(spec.device); }
+
+void synchronize(const c10::Device& device) {
+  if (device.is_cpu()) return;
+  if (device.is_cuda()) {
+    torch::cuda::synchronize(device.has_index() ? device.index() : -1);
+    return;
+  }
+#ifdef MPSCHECK_HAVE_MPS_SYNC
+  if (device.is_mps()) {
+    torch::mps::synchronize();
+    return;
+  }
+#endif
+  // Any other device: a copy back to the host waits for the work queued before it.
+  (void)at::zeros({1}, at::TensorOptions().device(device)).to(at::kCPU);
+}
+
+}  // namespace mpscheck

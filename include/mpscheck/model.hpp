@@ -1,0 +1,142 @@
+// Model cases from a LibTorch C++ frontend network. One ModelDef gives two workloads:
+//   model/<name>/infer  eval mode, no grad: the forward output is compared;
+//   model/<name>/train  N steps of forward + loss + backward + optimizer step on one seeded batch:
+//                       the loss after every step and the final parameters are compared.
+// Weights come from torch::manual_seed(seed) before build(), so every side starts identical.
+// Dropout modules are switched off in training cases: their masks come from each device's own
+// random generator and could never agree; everything else trains as written.
+#pragma once
+
+#include <mpscheck/plugin.hpp>
+#include <mpscheck/workload.hpp>
+
+#include <torch/torch.h>
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace mpscheck::model {
+
+struct Batch {
+  std::vector<at::Tensor> inputs;  // floating inputs are cast to the compute dtype
+  at::Tensor target;               // labels or regression targets (kept in their dtype unless floating)
+};
+
+template <class Net>
+struct ModelDef {
+  std::string name;
+  std::vector<std::string> tags;
+  std::function<Net(bool quick)> build;
+  std::function<Batch(bool quick, at::Generator& gen)> batch;  // CPU tensors
+  std::function<at::Tensor(Net& net, const Batch& batch)> forward;
+  std::function<at::Tensor(const at::Tensor& output, const Batch& batch)> loss;
+  std::function<std::unique_ptr<torch::optim::Optimizer>(std::vector<at::Tensor> params)> optimizer;
+  int steps = 4;
+  int quick_steps = 2;
+};
+
+inline Batch place(const Batch& b, const Placement& where) {
+  auto move = [&](const at::Tensor& t) {
+    if (!t.defined()) return t;
+    return c10::isFloatingType(t.scalar_type()) ? t.to(where.device, where.dtype) : t.to(where.device);
+  };
+  Batch out;
+  for (const auto& t : b.inputs) out.inputs.push_back(move(t));
+  out.target = move(b.target);
+  return out;
+}
+
+template <class Net>
+class ModelInstance final : public Instance {
+ public:
+  ModelInstance(const ModelDef<Net>& def, bool train, const Setup& setup, const Placement& where)
+      : def_(def), train_(train), setup_(setup), where_(where) {
+    at::Generator gen = at::detail::createCPUGenerator(setup.seed + 7);
+    batch_ = place(def.batch(setup.quick, gen), where);
+    reset();
+  }
+
+  Outputs run() override {
+    if (!train_) {
+      torch::NoGradGuard no_grad;
+      return {{"out", def_.forward(net_, batch_).detach()}};
+    }
+    reset();
+    Outputs outs;
+    const int steps = setup_.quick ? def_.quick_steps : def_.steps;
+    for (int s = 0; s < steps; ++s) outs.push_back({"loss/step" + std::to_string(s), step().detach()});
+    for (const auto& p : net_->named_parameters()) outs.push_back({"param/" + p.key(), p.value().detach().clone()});
+    return outs;
+  }
+
+  void iterate() override {
+    if (!train_) {
+      torch::NoGradGuard no_grad;
+      def_.forward(net_, batch_);
+      return;
+    }
+    step();
+  }
+
+ private:
+  void reset() {
+    torch::manual_seed(setup_.seed);
+    net_ = def_.build(setup_.quick);
+    net_->to(where_.device, where_.dtype);
+    if (train_) {
+      net_->train();
+      for (const auto& m : net_->modules(/*include_self=*/false))
+        if (m->name().find("Dropout") != std::string::npos) m->eval();
+      optimizer_ = def_.optimizer(net_->parameters());
+    } else {
+      net_->eval();
+    }
+  }
+
+  at::Tensor step() {
+    optimizer_->zero_grad();
+    at::Tensor loss = def_.loss(def_.forward(net_, batch_), batch_);
+    loss.backward();
+    optimizer_->step();
+    return loss;
+  }
+
+  const ModelDef<Net>& def_;
+  bool train_;
+  Setup setup_;
+  Placement where_;
+  Batch batch_;
+  Net net_{nullptr};
+  std::unique_ptr<torch::optim::Optimizer> optimizer_;
+};
+
+template <class Net>
+class ModelWorkload final : public Workload {
+ public:
+  ModelWorkload(ModelDef<Net> def, bool train) : def_(std::move(def)), train_(train) {}
+  std::string id() const override { return "model/" + def_.name + (train_ ? "/train" : "/infer"); }
+  Kind kind() const override { return Kind::Model; }
+  std::vector<std::string> tags() const override {
+    auto t = def_.tags;
+    t.push_back(train_ ? "train" : "infer");
+    return t;
+  }
+  std::string family() const override { return train_ ? "train" : "model"; }
+  std::unique_ptr<Instance> instantiate(const Setup& setup, const Placement& where) const override {
+    return std::make_unique<ModelInstance<Net>>(def_, train_, setup, where);
+  }
+
+ private:
+  ModelDef<Net> def_;
+  bool train_;
+};
+
+template <class Net>
+void add_model(Catalog& catalog, const ModelDef<Net>& def) {
+  catalog.add(std::make_unique<ModelWorkload<Net>>(def, false));
+  catalog.add(std::make_unique<ModelWorkload<Net>>(def, true));
+}
+
+}  // namespace mpscheck::model

@@ -1,0 +1,89 @@
+// The Workload interface: what a plugin gives mpscheck, and what mpscheck asks of it.
+//
+// A workload is one case (`op/activation/gelu/f32/contiguous`, `model/mlp/train`). mpscheck
+// instantiates it several times — CPU float32 reference, CPU float64 gold where it decides
+// something, the target device — always from the same seed, so inputs and initial weights are
+// identical on every side. It then compares the named outputs and times `iterate()`.
+#pragma once
+
+#include <ATen/ATen.h>
+#include <boost/config.hpp>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace mpscheck {
+
+enum class Kind { Op, Model };
+
+// Which run an instance belongs to. Real workloads compute the same thing on every side; only
+// the test-only faults plugin looks at it, to plant failures on the target side.
+enum class Side { Reference, Gold, Target };
+
+struct Placement {
+  c10::Device device = c10::Device(c10::kCPU);
+  // The floating-point dtype to compute in; integer and bool tensors keep their own dtype.
+  c10::ScalarType dtype = c10::kFloat;
+  Side side = Side::Reference;
+};
+
+struct Setup {
+  std::uint64_t seed = 0;
+  bool quick = false;  // small shapes and few steps, for CI and tests
+};
+
+// One named result to compare: "out", "out1", "grad/x0", "loss/step3", "param/fc1.weight".
+struct Output {
+  std::string name;
+  at::Tensor value;
+};
+using Outputs = std::vector<Output>;
+
+// Where `mpscheck repro` aims a reproducer: the device and dtype become constants in the script.
+struct ReproTarget {
+  std::string device = "cpu";
+  std::string dtype = "float32";
+  std::uint64_t seed = 0;
+  bool quick = false;
+};
+
+// One workload set up on one placement. Created by Workload::instantiate().
+class BOOST_SYMBOL_VISIBLE Instance {
+ public:
+  virtual ~Instance() = default;
+  // The whole computation whose outputs are compared. Must give the same result on every call
+  // (training workloads reset their model and optimizer to the seeded initial state).
+  virtual Outputs run() = 0;
+  // One unit of the work that is timed. Defaults to run(); override to skip output collection.
+  virtual void iterate() { run(); }
+};
+
+class BOOST_SYMBOL_VISIBLE Workload {
+ public:
+  virtual ~Workload() = default;
+
+  // Unique id, '/'-separated, kind first: op/<family>/<op>/<dtype>/<variant>, model/<name>/<mode>.
+  virtual std::string id() const = 0;
+  virtual Kind kind() const = 0;
+  virtual std::vector<std::string> tags() const { return {}; }
+  // Tolerance family (see checks/tolerance.cpp): "elementwise", "conv", "matmul", "reduction", ...
+  virtual std::string family() const { return "elementwise"; }
+  // The floating dtype this case is about. float32 cases follow the target's dtype policy
+  // (`--target cpu:bfloat16`); a float16/bfloat16 case runs in its own dtype on the target.
+  virtual c10::ScalarType dtype() const { return c10::kFloat; }
+  // Whether a CPU float64 run is meaningful (for attributing errors to the target or to float32).
+  virtual bool has_gold() const { return true; }
+  // Outputs are samples of a random process: compare statistics, never values.
+  virtual bool is_random() const { return false; }
+
+  // Builds inputs and weights on CPU from setup.seed, then moves them to `where`.
+  virtual std::unique_ptr<Instance> instantiate(const Setup& setup, const Placement& where) const = 0;
+
+  // A self-contained Python script (only `torch`) that rebuilds the inputs and runs the case on
+  // CPU and on `target`. Empty when the workload cannot describe itself.
+  virtual std::string reproducer(const ReproTarget& target) const { return {}; }
+};
+
+}  // namespace mpscheck

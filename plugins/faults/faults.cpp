@@ -1,0 +1,90 @@
+// The faults plugin: healthy computations that go wrong on the target side only, in every way the
+// runner and the checks must survive and name. Never installed; tests load it with --plugin-dir.
+#include <mpscheck/plugin.hpp>
+
+#include <chrono>
+#include <csignal>
+#include <cstdlib>
+#include <exception>
+#include <stdexcept>
+#include <thread>
+
+namespace {
+
+using namespace mpscheck;
+
+enum class Fault { None, Segfault, Abort, Terminate, Hang, Throw, Unsupported, Nan, Wrong, Slow };
+
+struct FaultSpec {
+  const char* name;
+  Fault fault;
+};
+
+const FaultSpec kFaults[] = {
+    {"healthy", Fault::None},         {"segfault", Fault::Segfault}, {"abort", Fault::Abort},
+    {"terminate", Fault::Terminate},  {"hang", Fault::Hang},         {"throw", Fault::Throw},
+    {"unsupported", Fault::Unsupported}, {"nan", Fault::Nan},        {"wrong", Fault::Wrong},
+    {"slow", Fault::Slow},
+};
+
+// The planted error of the "wrong" fault: element 7 of the output is off by exactly this much.
+constexpr double kWrongBy = 1e-3;
+
+class FaultInstance final : public Instance {
+ public:
+  FaultInstance(Fault fault, const Setup& setup, const Placement& where)
+      : fault_(where.side == Side::Target ? fault : Fault::None) {
+    at::Generator gen = at::detail::createCPUGenerator(setup.seed);
+    x_ = at::randn({256}, gen, at::kFloat).to(where.device, where.dtype);
+  }
+
+  Outputs run() override {
+    at::Tensor out = compute();
+    switch (fault_) {
+      case Fault::Segfault: std::raise(SIGSEGV); break;
+      case Fault::Abort: std::abort();
+      case Fault::Terminate: std::terminate();
+      case Fault::Hang:
+        for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
+      case Fault::Throw: throw std::runtime_error("planted failure: the kernel raised an unexpected error");
+      case Fault::Unsupported:
+        throw std::runtime_error("planted: \"faulty_kernel\" not implemented for 'Float' on this device");
+      case Fault::Nan: out = out.clone(); out[3] = std::nan(""); break;
+      case Fault::Wrong: out = out.clone(); out[7] = out[7] + kWrongBy; break;
+      default: break;
+    }
+    return {{"out", out}};
+  }
+
+  void iterate() override {
+    compute();
+    if (fault_ == Fault::Slow) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+
+ private:
+  at::Tensor compute() const { return x_ * 2 + 1; }
+  Fault fault_;
+  at::Tensor x_;
+};
+
+class FaultWorkload final : public Workload {
+ public:
+  explicit FaultWorkload(FaultSpec spec) : spec_(spec) {}
+  std::string id() const override { return std::string("op/faults/") + spec_.name; }
+  Kind kind() const override { return Kind::Op; }
+  std::vector<std::string> tags() const override { return {"faults", "test-only"}; }
+  std::unique_ptr<Instance> instantiate(const Setup& setup, const Placement& where) const override {
+    return std::make_unique<FaultInstance>(spec_.fault, setup, where);
+  }
+
+ private:
+  FaultSpec spec_;
+};
+
+}  // namespace
+
+MPSCHECK_CATALOG(fault_cases) {
+  for (const auto& f : kFaults) catalog.add(std::make_unique<FaultWorkload>(f));
+}
+
+MPSCHECK_PLUGIN("faults", "0.1.0")

@@ -1,0 +1,37 @@
+#include "mlp.h"
+
+#include <mpscheck/model.hpp>
+
+namespace mpscheck::zoo {
+
+MlpImpl::MlpImpl(std::vector<int64_t> widths) : layers(register_module("layers", torch::nn::ModuleList())) {
+  for (size_t i = 0; i + 1 < widths.size(); ++i) layers->push_back(torch::nn::Linear(widths[i], widths[i + 1]));
+}
+
+torch::Tensor MlpImpl::forward(torch::Tensor x) {
+  for (size_t i = 0; i < layers->size(); ++i) {
+    x = layers[i]->as<torch::nn::Linear>()->forward(x);
+    if (i + 1 < layers->size()) x = torch::relu(x);
+  }
+  return x;
+}
+
+}  // namespace mpscheck::zoo
+
+MPSCHECK_CATALOG(mlp_models) {
+  using namespace mpscheck;
+  model::ModelDef<zoo::Mlp> def;
+  def.name = "mlp";
+  def.tags = {"seed", "mlp"};
+  def.build = [](bool) { return zoo::Mlp(); };
+  // The report's input: randn(1024, 1024); the loss is the mean of the output.
+  def.batch = [](bool quick, at::Generator& gen) {
+    return model::Batch{{at::randn({quick ? 64 : 1024, 1024}, gen, at::kFloat)}, {}};
+  };
+  def.forward = [](zoo::Mlp& net, const model::Batch& b) { return net->forward(b.inputs[0]); };
+  def.loss = [](const at::Tensor& out, const model::Batch&) { return out.mean(); };
+  def.optimizer = [](std::vector<at::Tensor> p) {
+    return std::make_unique<torch::optim::SGD>(std::move(p), torch::optim::SGDOptions(0.01));
+  };
+  model::add_model(catalog, def);
+}

@@ -1,0 +1,104 @@
+#include "reports/console.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <unistd.h>
+
+namespace mpscheck {
+
+bool use_color(int fd) {
+  const char* no_color = std::getenv("NO_COLOR");
+  return isatty(fd) && (no_color == nullptr || no_color[0] == '\0');
+}
+
+std::string format_seconds(double s) {
+  if (s <= 0) return "-";
+  if (s < 1e-3) return fmt::format("{:.1f} us", s * 1e6);
+  if (s < 1) return fmt::format("{:.2f} ms", s * 1e3);
+  return fmt::format("{:.2f} s", s);
+}
+
+std::string ConsoleReporter::paint(const std::string& text, Status status) const {
+  if (!color_) return text;
+  const char* code = "";
+  switch (status) {
+    case Status::Pass: code = "\x1b[32m"; break;
+    case Status::Skip: code = "\x1b[2m"; break;
+    case Status::Unsupported: code = "\x1b[33m"; break;
+    default: code = "\x1b[31m"; break;
+  }
+  return std::string(code) + text + "\x1b[0m";
+}
+
+void ConsoleReporter::case_started(size_t index, size_t total, const std::string& id) {
+  if (!tty_) return;
+  std::string line = fmt::format("[{}/{}] {}", index + 1, total, id);
+  if (line.size() > 100) line = line.substr(0, 97) + "...";
+  out_ << "\r\x1b[2K" << line << std::flush;
+  line_open_ = true;
+}
+
+void ConsoleReporter::case_finished(size_t index, size_t total, const CaseResult& r) {
+  if (line_open_) {
+    out_ << "\r\x1b[2K";
+    line_open_ = false;
+  }
+  const int width = static_cast<int>(std::to_string(total).size());
+  std::string speed;
+  if (r.speedup > 0) speed = fmt::format("  {:.2f}x {}", r.speedup, r.speed_class);
+  out_ << fmt::format("[{:>{}}/{}] ", index + 1, width, total) << paint(fmt::format("{:<11}", to_string(r.status)), r.status)
+       << ' ' << r.id << speed << '\n';
+  if (is_finding(r.status) && !r.message.empty()) out_ << "      " << r.message << '\n';
+  out_.flush();
+}
+
+void ConsoleReporter::summary(const RunReport& report, const std::string& report_path) {
+  const auto counts = count_by_status(report.cases);
+  out_ << "\n" << (color_ ? "\x1b[1m" : "") << "Summary" << (color_ ? "\x1b[0m" : "") << " (" << report.cases.size()
+       << " cases, target " << report.run.value("target", "?") << ")\n";
+  for (const auto& [status, n] : counts) out_ << "  " << paint(fmt::format("{:<11}", to_string(status)), status) << ' ' << n << '\n';
+
+  std::vector<const CaseResult*> findings;
+  for (const auto& c : report.cases)
+    if (is_finding(c.status)) findings.push_back(&c);
+  if (!findings.empty()) {
+    out_ << "\nFindings\n";
+    std::sort(findings.begin(), findings.end(), [](auto* a, auto* b) {
+      return a->status != b->status ? a->status < b->status : a->id < b->id;
+    });
+    for (const auto* c : findings) {
+      out_ << "  " << paint(fmt::format("{:<11}", to_string(c->status)), c->status) << ' ' << c->id << '\n';
+      if (!c->message.empty()) out_ << "              " << c->message << '\n';
+    }
+  }
+
+  std::vector<const CaseResult*> timed;
+  for (const auto& c : report.cases)
+    if (c.speedup > 0) timed.push_back(&c);
+  if (!timed.empty()) {
+    std::sort(timed.begin(), timed.end(), [](auto* a, auto* b) { return a->speedup > b->speedup; });
+    int faster = 0, similar = 0, slower = 0;
+    for (const auto* c : timed) (c->speed_class == "faster" ? faster : c->speed_class == "slower" ? slower : similar)++;
+    out_ << fmt::format("\nSpeed (target vs CPU float32 reference, median of interleaved runs): {} faster, {} similar, {} slower\n",
+                        faster, similar, slower);
+    out_ << fmt::format("  {:>8}  {:<8} {:>10} {:>10}  {}\n", "speedup", "class", "reference", "target", "case");
+    const size_t shown = std::min<size_t>(timed.size(), 20);
+    auto row = [&](const CaseResult* c) {
+      out_ << fmt::format("  {:>7.2f}x  {:<8} {:>10} {:>10}  {}\n", c->speedup, c->speed_class,
+                          format_seconds(c->reference_time->median_s), format_seconds(c->target_time->median_s), c->id);
+    };
+    if (timed.size() <= shown) {
+      for (const auto* c : timed) row(c);
+    } else {
+      for (size_t i = 0; i < shown / 2; ++i) row(timed[i]);
+      out_ << fmt::format("  ... {} more ...\n", timed.size() - shown);
+      for (size_t i = timed.size() - shown / 2; i < timed.size(); ++i) row(timed[i]);
+    }
+  }
+  out_ << "\nReport: " << report_path << '\n';
+  out_.flush();
+}
+
+}  // namespace mpscheck

@@ -1,0 +1,72 @@
+#include "reports/report.hpp"
+
+#include "core/version.hpp"
+
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+namespace mpscheck {
+
+std::map<Status, int> count_by_status(const std::vector<CaseResult>& cases) {
+  std::map<Status, int> counts;
+  for (const auto& c : cases) ++counts[c.status];
+  return counts;
+}
+
+nlohmann::json report_to_json(const RunReport& report) {
+  nlohmann::json summary = nlohmann::json::object();
+  for (const auto& [status, n] : count_by_status(report.cases)) summary[to_string(status)] = n;
+  summary["total"] = report.cases.size();
+  return {{"schema_version", kReportSchemaVersion},
+          {"tool", "mpscheck"},
+          {"environment", report.environment},
+          {"run", report.run},
+          {"summary", summary},
+          {"cases", report.cases}};
+}
+
+void write_json_report(const std::string& path, const RunReport& report) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::path target(path);
+  if (target.has_parent_path()) fs::create_directories(target.parent_path(), ec);
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    if (!out) throw ReportError(fmt::format("cannot write the JSON report {}: check the folder exists and is writable", path));
+    out << report_to_json(report).dump(2) << '\n';
+    if (!out) throw ReportError(fmt::format("writing the JSON report {} failed (disk full?)", path));
+  }
+  fs::rename(tmp, target, ec);
+  if (ec) throw ReportError(fmt::format("cannot move the JSON report into place at {}: {}", path, ec.message()));
+}
+
+RunReport read_json_report(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw ReportError(fmt::format("cannot read report {}: no such file", path));
+  nlohmann::json j;
+  try {
+    in >> j;
+  } catch (const std::exception& e) {
+    throw ReportError(fmt::format("{} is not valid JSON ({})", path, e.what()));
+  }
+  if (!j.is_object() || !j.contains("schema_version") || !j.contains("cases"))
+    throw ReportError(fmt::format("{} is not an mpscheck report (no schema_version or cases)", path));
+  if (j.at("schema_version").get<int>() > kReportSchemaVersion)
+    throw ReportError(fmt::format("{} has report schema {}, newer than this mpscheck reads ({}); upgrade mpscheck",
+                                  path, j.at("schema_version").get<int>(), kReportSchemaVersion));
+  RunReport r;
+  try {
+    r.environment = j.value("environment", nlohmann::json::object());
+    r.run = j.value("run", nlohmann::json::object());
+    r.cases = j.at("cases").get<std::vector<CaseResult>>();
+  } catch (const std::exception& e) {
+    throw ReportError(fmt::format("{}: a case entry is malformed ({})", path, e.what()));
+  }
+  return r;
+}
+
+}  // namespace mpscheck

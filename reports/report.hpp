@@ -1,0 +1,33 @@
+// A whole run as reports see it: environment, run settings, every case.
+#pragma once
+
+#include "core/result.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace mpscheck {
+
+struct RunReport {
+  nlohmann::json environment = nlohmann::json::object();
+  nlohmann::json run = nlohmann::json::object();  // target, seed, quick, timing budget, wall time
+  std::vector<CaseResult> cases;
+};
+
+std::map<Status, int> count_by_status(const std::vector<CaseResult>& cases);
+
+struct ReportError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+nlohmann::json report_to_json(const RunReport& report);
+// Writes atomically (temporary file, then rename). Throws ReportError naming the path.
+void write_json_report(const std::string& path, const RunReport& report);
+// Throws ReportError naming the file and what is wrong with it.
+RunReport read_json_report(const std::string& path);
+
+}  // namespace mpscheck
