@@ -38,6 +38,30 @@ int print_env(const Config& cfg) {
   return kExitOk;
 }
 
+int print_reproducer(const Config& cfg, const Registry& registry) {
+  const std::string& id = cfg.arguments.front();
+  const RegisteredWorkload* w = registry.find(id);
+  if (!w) {
+    std::cerr << "mpscheck: no case '" << id << "'; list the ids with 'mpscheck --list --all'\n";
+    return kExitUsage;
+  }
+  TargetSpec target = cfg.target;
+  if (target.device == "auto") target = resolve_target(target).spec;
+  const c10::ScalarType dtype = target.float_dtype();
+  ReproTarget rt;
+  rt.device = target.device;
+  rt.dtype = dtype == c10::kHalf ? "float16" : dtype == c10::kBFloat16 ? "bfloat16" : "float32";
+  rt.seed = cfg.seed;
+  rt.quick = cfg.quick;
+  const std::string script = w->workload->reproducer(rt);
+  if (script.empty()) {
+    std::cerr << "mpscheck: case '" << id << "' cannot describe itself as a Python reproducer\n";
+    return kExitUsage;
+  }
+  std::cout << script;
+  return kExitOk;
+}
+
 }  // namespace
 
 int run_mpscheck(int argc, char** argv) {
@@ -81,6 +105,7 @@ int run_mpscheck(int argc, char** argv) {
     std::cerr << "mpscheck: " << e.what() << '\n';
     return kExitUsage;
   }
+  if (cfg.command == Command::Repro) return print_reproducer(cfg, *registry);
   const auto selected = registry->select(cfg.selection);
 
   if (cfg.command == Command::List) {

@@ -43,7 +43,8 @@ po::options_description visible_options() {
       ("help,h", "show this help")
       ("version", "show the version");
   po::options_description all("Usage: mpscheck [--all | --ops | --models | --filter REGEX] [options]\n"
-                              "       mpscheck env\n");
+                              "       mpscheck env\n"
+                              "       mpscheck repro CASE_ID [--target T]\n");
   all.add(select).add(run).add(out).add(misc);
   return all;
 }
@@ -54,11 +55,12 @@ Config parse_command_line(int argc, const char* const* argv, std::string* out_te
   po::options_description options = visible_options();
   po::options_description hidden;
   hidden.add_options()("worker", "internal: run cases for a host over a pipe")
-      ("command", po::value<std::string>(), "subcommand");
+      ("command", po::value<std::string>(), "subcommand")
+      ("arguments", po::value<std::vector<std::string>>(), "subcommand arguments");
   po::options_description everything;
   everything.add(options).add(hidden);
   po::positional_options_description positional;
-  positional.add("command", 1);
+  positional.add("command", 1).add("arguments", -1);
 
   po::variables_map vm;
   try {
@@ -86,8 +88,14 @@ Config parse_command_line(int argc, const char* const* argv, std::string* out_te
   if (vm.count("command")) {
     const std::string cmd = vm["command"].as<std::string>();
     if (cmd == "env") c.command = Command::Env;
-    else throw UsageError(fmt::format("unknown command '{}'; commands: env (see 'mpscheck --help')", cmd));
+    else if (cmd == "repro") c.command = Command::Repro;
+    else throw UsageError(fmt::format("unknown command '{}'; commands: env, repro CASE_ID (see 'mpscheck --help')", cmd));
   }
+  if (vm.count("arguments")) c.arguments = vm["arguments"].as<std::vector<std::string>>();
+  if (c.command == Command::Repro && c.arguments.size() != 1)
+    throw UsageError("repro takes exactly one case id: mpscheck repro CASE_ID [--target T]");
+  if (c.command != Command::Repro && !c.arguments.empty())
+    throw UsageError(fmt::format("unexpected argument '{}'; see 'mpscheck --help'", c.arguments.front()));
   if (vm.count("worker")) c.command = Command::Worker;
 
   c.all = vm.count("all") > 0;

@@ -11,7 +11,7 @@
 
 namespace mpscheck {
 
-enum class Command { Run, List, Worker, Env, Help, Version };
+enum class Command { Run, List, Worker, Env, Repro, Help, Version };
 
 struct Config {
   Command command = Command::Run;
@@ -28,6 +28,7 @@ struct Config {
   std::vector<std::string> plugin_dirs;
   bool default_plugins = true; // load the plugins shipped next to the binary
   bool resume = false;
+  std::vector<std::string> arguments;  // after a subcommand: `repro CASE_ID`
 
   double min_time() const { return min_time_s >= 0 ? min_time_s : (quick ? 0.05 : 0.2); }
   double timeout_for_model() const { return timeout_s > 0 ? timeout_s : (quick ? 300 : 1800); }

@@ -24,6 +24,17 @@ struct Batch {
   at::Tensor target;               // labels or regression targets (kept in their dtype unless floating)
 };
 
+// Layer tracing for localisation: model code passes each named layer's output through tap(),
+// e.g. `x = tap("conv1", conv1->forward(x));`. Free when nothing is tracing.
+inline Outputs*& tap_sink() {
+  thread_local Outputs* sink = nullptr;
+  return sink;
+}
+inline at::Tensor tap(const std::string& layer, const at::Tensor& x) {
+  if (Outputs* sink = tap_sink()) sink->push_back({layer, x.detach().clone()});
+  return x;
+}
+
 template <class Net>
 struct ModelDef {
   std::string name;
@@ -69,6 +80,21 @@ class ModelInstance final : public Instance {
     for (int s = 0; s < steps; ++s) outs.push_back({"loss/step" + std::to_string(s), step().detach()});
     for (const auto& p : net_->named_parameters()) outs.push_back({"param/" + p.key(), p.value().detach().clone()});
     return outs;
+  }
+
+  Outputs trace_layers() override {
+    reset();
+    Outputs layers;
+    torch::NoGradGuard no_grad;
+    tap_sink() = &layers;
+    try {
+      def_.forward(net_, batch_);
+    } catch (...) {
+      tap_sink() = nullptr;
+      throw;
+    }
+    tap_sink() = nullptr;
+    return layers;
   }
 
   void iterate() override {

@@ -403,6 +403,7 @@ inline std::string OpWorkload::reproducer(const ReproTarget& target) const {
   std::ostringstream py;
   py << "# mpscheck reproducer for " << id() << "\n"
      << "# Runs the op on CPU (float32 reference) and on DEVICE, prints both and the difference.\n"
+     << "import json, os\n"
      << "import torch\n\n"
      << "DEVICE = \"" << target.device << "\"\n"
      << "DTYPE = " << target_dtype << "\n"
@@ -449,7 +450,11 @@ inline std::string OpWorkload::reproducer(const ReproTarget& target) const {
      << "        diff = (got.double() - ref.double()).abs().max().item()\n"
      << "    else:\n"
      << "        diff = (got.long() - ref.long()).abs().max().item()\n"
-     << "    print(name, \"max abs difference:\", diff)\n";
+     << "    print(name, \"max abs difference:\", diff)\n"
+     << "# For mpscheck's own tests: the reference values, to check the inputs were rebuilt exactly.\n"
+     << "if os.environ.get(\"MPSCHECK_REPRO_JSON\"):\n"
+     << "    with open(os.environ[\"MPSCHECK_REPRO_JSON\"], \"w\") as f:\n"
+     << "        json.dump({n: r.flatten()[:16].double().tolist() for n, r in reference.items()}, f)\n";
   return py.str();
 }
 

@@ -10,7 +10,7 @@ MlpImpl::MlpImpl(std::vector<int64_t> widths) : layers(register_module("layers",
 
 torch::Tensor MlpImpl::forward(torch::Tensor x) {
   for (size_t i = 0; i < layers->size(); ++i) {
-    x = layers[i]->as<torch::nn::Linear>()->forward(x);
+    x = model::tap("layers." + std::to_string(i), layers[i]->as<torch::nn::Linear>()->forward(x));
     if (i + 1 < layers->size()) x = torch::relu(x);
   }
   return x;

@@ -1,0 +1,95 @@
+// The runner survives every planted fault, names it, and keeps the healthy cases around it.
+#include "harness.hpp"
+
+#include <gtest/gtest.h>
+
+using namespace mpscheck::testing;
+
+namespace {
+
+class FaultRun : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new std::string(fresh_dir("faults"));
+    // Healthy real ops sort before and after the faults (op/activation < op/faults < op/shape).
+    result_ = new CommandResult(run_mpscheck({"--filter", "op/faults/|op/activation/gelu/f32/contiguous|op/shape/cat/f32/contiguous",
+                                              "--plugin-dir", test_plugins_dir(), "--target", "cpu", "--quick",
+                                              "--timeout", "5", "--min-time", "0.02"},
+                                             *dir_));
+    report_ = new nlohmann::json(read_json_file(*dir_ + "/mpscheck-report/report.json"));
+    cases_ = new std::map<std::string, nlohmann::json>(cases_by_id(*report_));
+  }
+  static void TearDownTestSuite() {
+    delete cases_;
+    delete report_;
+    delete result_;
+    delete dir_;
+  }
+  static const nlohmann::json& at(const std::string& id) { return cases_->at(id); }
+
+  static std::string* dir_;
+  static CommandResult* result_;
+  static nlohmann::json* report_;
+  static std::map<std::string, nlohmann::json>* cases_;
+};
+std::string* FaultRun::dir_;
+CommandResult* FaultRun::result_;
+nlohmann::json* FaultRun::report_;
+std::map<std::string, nlohmann::json>* FaultRun::cases_;
+
+TEST_F(FaultRun, ExitsOneBecauseOfFindings) { EXPECT_EQ(result_->exit_code, 1) << result_->err; }
+
+TEST_F(FaultRun, ReportHasEveryCase) {
+  EXPECT_EQ(cases_->size(), 10u + 4u);
+  EXPECT_EQ((*report_)["summary"]["total"], 14);
+}
+
+TEST_F(FaultRun, CrashesNameTheirSignal) {
+  EXPECT_EQ(at("op/faults/segfault")["status"], "crash");
+  EXPECT_EQ(at("op/faults/segfault")["signal"], "SIGSEGV");
+  EXPECT_EQ(at("op/faults/abort")["status"], "crash");
+  EXPECT_EQ(at("op/faults/abort")["signal"], "SIGABRT");
+  EXPECT_EQ(at("op/faults/terminate")["status"], "crash");
+  EXPECT_EQ(at("op/faults/terminate")["signal"], "SIGABRT");
+  EXPECT_NE(at("op/faults/segfault")["message"].get<std::string>().find("SIGSEGV"), std::string::npos);
+}
+
+TEST_F(FaultRun, HangIsATimeout) {
+  EXPECT_EQ(at("op/faults/hang")["status"], "timeout");
+  EXPECT_LT(at("op/faults/hang")["wall_s"].get<double>(), 60.0);
+}
+
+TEST_F(FaultRun, ExceptionsAreClassified) {
+  EXPECT_EQ(at("op/faults/throw")["status"], "error");
+  EXPECT_NE(at("op/faults/throw")["message"].get<std::string>().find("planted failure"), std::string::npos);
+  EXPECT_EQ(at("op/faults/unsupported")["status"], "unsupported");
+}
+
+TEST_F(FaultRun, NumericFaults) {
+  EXPECT_EQ(at("op/faults/nan")["status"], "nan");
+  const auto& wrong = at("op/faults/wrong");
+  EXPECT_EQ(wrong["status"], "mismatch");
+  EXPECT_EQ(wrong["outputs"][0]["mismatches"], 1);
+  EXPECT_EQ(wrong["outputs"][0]["first_mismatch"], 7);
+  EXPECT_NEAR(wrong["outputs"][0]["max_abs"].get<double>(), 1e-3, 1e-6);
+}
+
+TEST_F(FaultRun, SlowTargetIsSlowerAndStillPasses) {
+  EXPECT_EQ(at("op/faults/slow")["status"], "pass");
+  EXPECT_EQ(at("op/faults/slow")["speed_class"], "slower");
+  EXPECT_LT(at("op/faults/slow")["speedup"].get<double>(), 0.5);
+}
+
+TEST_F(FaultRun, HealthyCasesAroundTheFaultsPass) {
+  for (const auto& [id, c] : *cases_) {
+    if (id.find("op/faults/") == 0 && id != "op/faults/healthy") continue;
+    EXPECT_EQ(c["status"], "pass") << id << ": " << c["message"];
+  }
+}
+
+TEST_F(FaultRun, JournalHasOneLinePerCaseAfterItsHeader) {
+  const std::string journal = read_text_file(*dir_ + "/mpscheck-report/journal.jsonl");
+  EXPECT_EQ(std::count(journal.begin(), journal.end(), '\n'), 1 + 14);
+}
+
+}  // namespace
