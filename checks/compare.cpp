@@ -123,7 +123,7 @@ Status classify_exception(const std::string& message) {
   std::string m = message;
   std::transform(m.begin(), m.end(), m.begin(), [](unsigned char c) { return std::tolower(c); });
   static const char* const kUnsupported[] = {
-      "not implemented", "not supported", "notimplementederror", "could not run '",
+      "not implemented", "not currently implemented", "not supported", "notimplementederror", "could not run '",
       "does not support", "unsupported", "is not available for", "not linked with support"};
   for (const char* p : kUnsupported)
     if (m.find(p) != std::string::npos) return Status::Unsupported;

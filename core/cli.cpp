@@ -116,6 +116,7 @@ Config parse_command_line(int argc, const char* const* argv, std::string* out_te
     throw UsageError(e.what());
   }
   c.quick = vm.count("quick") > 0;
+  c.selection.skip_large = c.quick;
   c.seed = vm["seed"].as<std::uint64_t>();
   c.threads = vm["threads"].as<int>();
   if (c.threads < 0) throw UsageError("--threads must be 0 (LibTorch's default) or a positive count");

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace mpscheck {
 
 CaseFilter::CaseFilter(const std::vector<std::string>& patterns) {
@@ -29,6 +31,9 @@ Registry::Registry(const std::vector<RegisteredWorkload>& workloads) {
   for (const auto& w : workloads) {
     const std::string id = w.workload->id();
     auto [it, inserted] = by_id_.emplace(id, w);
+    if (!inserted && it->second.plugin == w.plugin)
+      throw DuplicateCaseId(fmt::format("case id '{}' is provided twice by plugin '{}' ({}); the plugin must give "
+                                        "every case its own id", id, w.plugin->name, w.plugin->path));
     if (!inserted)
       throw DuplicateCaseId(fmt::format("case id '{}' is provided twice: by plugin '{}' ({}) and by plugin '{}' ({}); "
                                         "remove one of the two plugins or rename the case",
@@ -49,6 +54,10 @@ std::vector<RegisteredWorkload> Registry::select(const Selection& selection) con
   for (const auto& [id, w] : by_id_) {
     const bool is_op = w.workload->kind() == Kind::Op;
     if (!any_kind && !((is_op && selection.ops) || (!is_op && selection.models))) continue;
+    if (selection.skip_large) {
+      const auto tags = w.workload->tags();
+      if (std::find(tags.begin(), tags.end(), "large") != tags.end()) continue;
+    }
     if (filter.matches(id)) out.push_back(w);
   }
   return out;

@@ -21,6 +21,7 @@ struct Selection {
   bool ops = false;
   bool models = false;
   std::vector<std::string> filters;
+  bool skip_large = false;  // --quick: leave out cases tagged "large"
 };
 
 // Compiles filters; throws std::invalid_argument naming the bad pattern.

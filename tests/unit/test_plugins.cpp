@@ -1,0 +1,117 @@
+// Plugin loading: good plugins, foreign libraries, version mismatches, throwing factories, duplicates.
+#include "core/plugin_host.hpp"
+#include "core/registry.hpp"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+using namespace mpscheck;
+namespace fs = std::filesystem;
+
+namespace {
+const std::string kFixtures = MPSCHECK_FIXTURES_DIR;
+const std::string kTestPlugins = MPSCHECK_TEST_PLUGINS_DIR;
+
+std::string load_error(const std::string& file) {
+  PluginHost host;
+  try {
+    host.load_file(file);
+  } catch (const PluginLoadError& e) {
+    return e.what();
+  }
+  return {};
+}
+}  // namespace
+
+TEST(PluginHost, LoadsAGoodPluginAndItsCases) {
+  PluginHost host;
+  host.load_directory(kTestPlugins);
+  ASSERT_EQ(host.plugins().size(), 1u);
+  EXPECT_EQ(host.plugins()[0]->name, "faults");
+  EXPECT_EQ(host.workloads().size(), 10u);
+  EXPECT_TRUE(host.warnings().empty());
+  const Registry registry(host.workloads());
+  ASSERT_NE(registry.find("op/faults/healthy"), nullptr);
+  EXPECT_EQ(registry.find("op/faults/healthy")->plugin->name, "faults");
+}
+
+TEST(PluginHost, ForeignSharedLibraryIsRefusedByName) {
+  const std::string file = kFixtures + "/fixture_not_a_plugin/fixture_not_a_plugin.so";
+  const std::string err = load_error(file);
+  EXPECT_NE(err.find(file), std::string::npos) << err;
+  EXPECT_NE(err.find("not an mpscheck plugin"), std::string::npos) << err;
+}
+
+TEST(PluginHost, WrongApiVersionIsRefusedNamingBothVersions) {
+  const std::string err = load_error(kFixtures + "/fixture_wrong_api/fixture_wrong_api.so");
+  EXPECT_NE(err.find("API version 999"), std::string::npos) << err;
+  EXPECT_NE(err.find("version 1"), std::string::npos) << err;
+}
+
+TEST(PluginHost, ThrowingFactoryIsReportedWithItsMessage) {
+  const std::string err = load_error(kFixtures + "/fixture_throwing_factory/fixture_throwing_factory.so");
+  EXPECT_NE(err.find("cannot create cases"), std::string::npos) << err;
+  EXPECT_NE(err.find("throwing-factory"), std::string::npos) << err;
+}
+
+TEST(PluginHost, NonElfFileIsRefusedWithASentence) {
+  const fs::path dir = fs::temp_directory_path() / "mpscheck-test-nonelf";
+  fs::create_directories(dir);
+  const fs::path file = dir / "garbage.so";
+  std::ofstream(file) << "this is not a shared library";
+  const std::string err = load_error(file.string());
+  EXPECT_NE(err.find("not a loadable shared library"), std::string::npos) << err;
+  fs::remove_all(dir);
+}
+
+TEST(PluginHost, BadFilesInAFolderAreSkippedAndTheRestLoads) {
+  const fs::path dir = fs::temp_directory_path() / "mpscheck-test-mixed";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  fs::copy_file(kTestPlugins + "/mpscheck_faults.so", dir / "mpscheck_faults.so");
+  fs::copy_file(kFixtures + "/fixture_not_a_plugin/fixture_not_a_plugin.so", dir / "a_not_a_plugin.so");
+  fs::copy_file(kFixtures + "/fixture_wrong_api/fixture_wrong_api.so", dir / "b_wrong_api.so");
+  std::ofstream(dir / "README.txt") << "ignored: not a library name";
+  PluginHost host;
+  host.load_directory(dir);
+  EXPECT_EQ(host.plugins().size(), 1u);
+  EXPECT_EQ(host.warnings().size(), 2u);
+  EXPECT_EQ(host.workloads().size(), 10u);
+  fs::remove_all(dir);
+}
+
+TEST(PluginHost, MissingFolderIsAnError) {
+  PluginHost host;
+  EXPECT_THROW(host.load_directory("/no/such/folder"), PluginLoadError);
+}
+
+TEST(Registry, DuplicateIdsNameBothPlugins) {
+  PluginHost host;
+  host.load_directory(kTestPlugins);
+  host.load_file(kFixtures + "/fixture_duplicate_ids/fixture_duplicate_ids.so");
+  try {
+    Registry registry(host.workloads());
+    FAIL() << "duplicate ids accepted";
+  } catch (const DuplicateCaseId& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("mpscheck_faults.so"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("fixture_duplicate_ids.so"), std::string::npos) << msg;
+  }
+}
+
+TEST(Registry, SelectsByKindFilterAndLargeTag) {
+  PluginHost host;
+  host.load_directory(kTestPlugins);
+  const Registry registry(host.workloads());
+  Selection s;
+  s.ops = true;
+  s.filters = {"faults/(h|s)", "-hang"};
+  std::vector<std::string> ids;
+  for (const auto& w : registry.select(s)) ids.push_back(w.workload->id());
+  EXPECT_EQ(ids, (std::vector<std::string>{"op/faults/healthy", "op/faults/segfault", "op/faults/slow"}));
+  s.ops = false;
+  s.models = true;
+  EXPECT_TRUE(registry.select(s).empty());
+}

@@ -1,0 +1,51 @@
+#include "checks/timing.hpp"
+
+#include <gtest/gtest.h>
+
+using namespace mpscheck;
+
+namespace {
+TimingStats stats(double p25, double median, double p75) {
+  TimingStats t;
+  t.p25_s = p25;
+  t.median_s = median;
+  t.p75_s = p75;
+  t.runs = 10;
+  return t;
+}
+}  // namespace
+
+TEST(Timing, QuartilesInterpolate) {
+  const auto t = summarize_times({4, 1, 3, 2, 5});
+  EXPECT_DOUBLE_EQ(t.median_s, 3);
+  EXPECT_DOUBLE_EQ(t.p25_s, 2);
+  EXPECT_DOUBLE_EQ(t.p75_s, 4);
+  EXPECT_EQ(t.runs, 5);
+  const auto even = summarize_times({1, 2, 3, 4});
+  EXPECT_DOUBLE_EQ(even.median_s, 2.5);
+}
+
+TEST(Timing, NoisyWhenIqrIsATenthOfTheMedian) {
+  EXPECT_TRUE(stats(0.95, 1.0, 1.05).noisy());
+  EXPECT_FALSE(stats(0.98, 1.0, 1.02).noisy());
+}
+
+TEST(Timing, SeparatedRangesGiveAClass) {
+  EXPECT_STREQ(speed_class(stats(9.9, 10, 10.1), stats(0.99, 1, 1.01)), "faster");
+  EXPECT_STREQ(speed_class(stats(0.99, 1, 1.01), stats(9.9, 10, 10.1)), "slower");
+}
+
+TEST(Timing, OverlappingRangesAreSimilarWhateverTheMedians) {
+  EXPECT_STREQ(speed_class(stats(0.9, 1.2, 1.3), stats(0.95, 1.0, 1.25)), "similar");
+}
+
+TEST(Timing, SmallButSeparatedDifferencesAreSimilar) {
+  // 3% apart with tight, disjoint ranges: not worth calling faster.
+  EXPECT_STREQ(speed_class(stats(1.029, 1.03, 1.031), stats(0.999, 1.0, 1.001)), "similar");
+}
+
+TEST(Timing, NoisySidesNeedAClearGap) {
+  // Target 20% faster, ranges disjoint by a hair, but the reference is noisy: no class.
+  EXPECT_STREQ(speed_class(stats(1.08, 1.2, 1.32), stats(1.0, 1.03, 1.05)), "similar");
+  EXPECT_STREQ(speed_class(stats(1.9, 2.0, 2.1), stats(0.95, 1.0, 1.08)), "faster");
+}
