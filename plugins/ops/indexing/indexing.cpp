@@ -1,14 +1,356 @@
-// Indexing family: gathers and scatters with int64 indices.
+// Indexing family: gathers, scatters, masks and embeddings with int64 indices.
+//
+// Two rules keep every case well defined:
+// - Backward of a gather with duplicate indices accumulates rounded gradients in any order, so
+//   duplicates are drawn only for float32/integer cases; float16/bfloat16 cases index with a
+//   permutation slice (stable sort of an integer key), which has no duplicates.
+// - Ops that accumulate in the forward (scatter_add, index_add, index_put accumulate, ...) take
+//   integer-valued float inputs: their sums are exact in every float dtype, in any order.
 #include <mpscheck/op.hpp>
 
 using namespace mpscheck::op;
 
-MPSCHECK_CATALOG(indexing_cases) {
+namespace {
+
+const std::vector<c10::ScalarType> kFloats = {c10::kFloat, c10::kHalf, c10::kBFloat16};
+const std::vector<c10::ScalarType> kReduced = {c10::kHalf, c10::kBFloat16};
+const std::vector<c10::ScalarType> kFloat32Ints = {c10::kFloat, c10::kLong, c10::kInt};
+const std::vector<c10::ScalarType> kAll = {c10::kFloat, c10::kHalf, c10::kBFloat16, c10::kLong, c10::kInt};
+
+OpDef def(std::string op, std::vector<Arg> args, OpFn fn, std::string python, bool differentiable = true,
+          std::vector<std::string> tags = {}) {
+  OpDef d;
+  d.family = "indexing";
+  d.op = std::move(op);
+  d.args = std::move(args);
+  d.fn = std::move(fn);
+  d.python = std::move(python);
+  d.differentiable = differentiable;
+  d.tags = std::move(tags);
+  return d;
+}
+
+// Integer-valued values in the case dtype, with a gradient: sums of them are exact in any order.
+Arg exact(std::string name, std::vector<int64_t> shape, int64_t lo, int64_t hi) {
+  Arg a = Arg::integers(std::move(name), std::move(shape), lo, hi);
+  a.dtype = c10::ScalarType::Undefined;
+  a.grad = true;
+  return a;
+}
+
+// A tie-free permutation of 0..n-1 along `dim` from an integer key (stable sort breaks ties).
+at::Tensor permutation(const at::Tensor& key, int64_t dim = -1) {
+  return std::get<1>(at::sort(key, c10::optional<bool>(true), dim, false));
+}
+
+Variant named(std::string name, Layout layout, std::string arg) {
+  return Variant::of(std::move(name), layout, std::move(arg));
+}
+
+// A gather-like op in two versions: float32/integer with duplicate indices, float16/bfloat16 with
+// unique ones. `dup_index` draws the indices; `uniq` builds them from a key inside the op.
+struct GatherCase {
+  std::string op;
+  std::vector<Arg> data;  // args before the index
+  Arg dup_index;          // drawn indices, with duplicates
+  Arg key;                // integer key whose stable argsort gives unique indices
+  std::function<at::Tensor(const at::Tensor&)> uniq;  // key -> indices
+  std::string uniq_python;                             // the same over `key`
+  std::function<Tensors(const Tensors& data, const at::Tensor& index)> fn;
+  std::string python;  // over the data arg names and `index`
+};
+
+void add_gather(mpscheck::Catalog& catalog, const GatherCase& c, const std::vector<c10::ScalarType>& dup_dtypes,
+                const std::vector<Variant>& variants,
+                const std::vector<c10::ScalarType>& reduced = kReduced) {
+  const bool differentiable = true;
+  const size_t n = c.data.size();
+  std::vector<Arg> args = c.data;
+  args.push_back(c.dup_index);
+  auto fn = c.fn;
   add_op(catalog,
-         OpDef{"indexing", "index_select", {Arg::randn("x", {64, 32}), Arg::integers("index", {40}, 0, 64)},
-               [](const Tensors& a) { return Tensors{at::index_select(a[0], 0, a[1])}; },
-               "torch.index_select(x, 0, index)"},
-         {c10::kFloat}, {Variant::contiguous(), Variant::transposed("x")});
+         def(c.op, args, [fn, n](const Tensors& a) { return fn(Tensors(a.begin(), a.begin() + n), a[n]); },
+             c.python, differentiable),
+         dup_dtypes, variants);
+  std::vector<Arg> uargs = c.data;
+  uargs.push_back(c.key);
+  auto uniq = c.uniq;
+  // The Python expression names the index `index`; bind it from the key in a nested lambda.
+  std::string names;
+  for (const auto& a : c.data) names += a.name + ", ";
+  const std::string py = "(lambda " + names + "index: " + c.python + ")(" + names + c.uniq_python + ")";
+  // Variants that lay out the index do not apply to the key.
+  std::vector<Variant> uvariants;
+  for (const auto& v : variants) {
+    std::vector<Arg> probe = uargs;
+    try {
+      v.apply(probe);
+      uvariants.push_back(v);
+    } catch (const std::logic_error&) {
+    }
+  }
+  add_op(catalog,
+         def(c.op, uargs,
+             [fn, uniq, n](const Tensors& a) { return fn(Tensors(a.begin(), a.begin() + n), uniq(a[n])); }, py,
+             differentiable),
+         reduced, uvariants);
+}
+
+at::Tensor bag_offsets(const at::Tensor& indices, int64_t bag) {
+  return at::arange(0, indices.numel(), bag, indices.options());
+}
+
+}  // namespace
+
+MPSCHECK_CATALOG(indexing_cases) {
+  const Variant contiguous = Variant::contiguous();
+
+  // ----- gathers -----
+  {
+    GatherCase c{"index_select",
+                 {Arg::randn("x", {64, 32})},
+                 Arg::integers("index", {40}, 0, 64),
+                 Arg::integers("key", {64}, 0, 1000),
+                 [](const at::Tensor& k) { return permutation(k).narrow(0, 0, 40); },
+                 "torch.sort(key, stable=True).indices[:40]",
+                 [](const Tensors& d, const at::Tensor& i) { return Tensors{at::index_select(d[0], 0, i)}; },
+                 "torch.index_select(x, 0, index)"};
+    add_gather(catalog, c, kFloat32Ints,
+               {contiguous, Variant::transposed("x"), Variant::sliced("x")});
+    // Along the last dim, where the gathered elements are strided.
+    c.op = "index_select_dim1";
+    c.dup_index = Arg::integers("index", {24}, 0, 32);
+    c.key = Arg::integers("key", {32}, 0, 1000);
+    c.uniq = [](const at::Tensor& k) { return permutation(k).narrow(0, 0, 24); };
+    c.uniq_python = "torch.sort(key, stable=True).indices[:24]";
+    c.fn = [](const Tensors& d, const at::Tensor& i) { return Tensors{at::index_select(d[0], 1, i)}; };
+    c.python = "torch.index_select(x, 1, index)";
+    add_gather(catalog, c, kFloat32Ints, {contiguous, Variant::transposed("x")});
+  }
+  add_op(catalog,
+         def("index_select", {Arg::mask("x", {64, 32}), Arg::integers("index", {40}, 0, 64)},
+             [](const Tensors& a) { return Tensors{at::index_select(a[0], 0, a[1])}; },
+             "torch.index_select(x, 0, index)", false),
+         {c10::kBool}, {contiguous, Variant::transposed("x")});
+  {
+    GatherCase c{"gather",
+                 {Arg::randn("x", {32, 48})},
+                 Arg::integers("index", {32, 20}, 0, 48),
+                 Arg::integers("key", {32, 48}, 0, 1000),
+                 [](const at::Tensor& k) { return permutation(k, 1).narrow(1, 0, 20); },
+                 "torch.sort(key, dim=1, stable=True).indices[:, :20]",
+                 [](const Tensors& d, const at::Tensor& i) { return Tensors{at::gather(d[0], 1, i)}; },
+                 "torch.gather(x, 1, index)"};
+    add_gather(catalog, c, kFloat32Ints,
+               {contiguous, Variant::transposed("x"), Variant::sliced("x"),
+                named("transposed_index", Layout::Transposed, "index")});
+    c.op = "take_along_dim";
+    c.fn = [](const Tensors& d, const at::Tensor& i) { return Tensors{at::take_along_dim(d[0], i, 1)}; };
+    c.python = "torch.take_along_dim(x, index, 1)";
+    add_gather(catalog, c, kFloat32Ints, {contiguous, Variant::transposed("x")});
+    c.op = "take";
+    c.dup_index = Arg::integers("index", {300}, 0, 32 * 48);
+    c.key = Arg::integers("key", {32 * 48}, 0, 100000);
+    c.uniq = [](const at::Tensor& k) { return permutation(k).narrow(0, 0, 300); };
+    c.uniq_python = "torch.sort(key, stable=True).indices[:300]";
+    c.fn = [](const Tensors& d, const at::Tensor& i) { return Tensors{at::take(d[0], i)}; };
+    c.python = "torch.take(x, index)";
+    add_gather(catalog, c, kFloat32Ints, {contiguous, Variant::transposed("x"), Variant::sliced("x")});
+  }
+  {
+    // Advanced indexing x[rows, cols]: backward is index_put with accumulate.
+    GatherCase c{"index_tensor",
+                 {Arg::randn("x", {48, 48})},
+                 Arg::integers("index", {2, 30}, 0, 48),
+                 Arg::integers("key", {48}, 0, 1000),
+                 [](const at::Tensor& k) { return at::stack({permutation(k).narrow(0, 0, 30), permutation(k).narrow(0, 10, 30)}); },
+                 "torch.stack([torch.sort(key, stable=True).indices[:30], torch.sort(key, stable=True).indices[10:40]])",
+                 [](const Tensors& d, const at::Tensor& i) {
+                   return Tensors{at::index(d[0], c10::List<c10::optional<at::Tensor>>({i[0], i[1]}))};
+                 },
+                 "x[index[0], index[1]]"};
+    add_gather(catalog, c, kFloat32Ints, {contiguous, Variant::transposed("x")});
+  }
+  {
+    // Embedding rows 0..19 with padding_idx 0: row 0 gets no gradient.
+    GatherCase c{"embedding",
+                 {Arg::randn("weight", {20, 32})},
+                 Arg::integers("index", {6, 10}, 0, 20),
+                 Arg::integers("key", {20}, 0, 1000),
+                 [](const at::Tensor& k) { return permutation(k).reshape({4, 5}); },
+                 "torch.sort(key, stable=True).indices.reshape(4, 5)",
+                 [](const Tensors& d, const at::Tensor& i) { return Tensors{at::embedding(d[0], i, 0)}; },
+                 "torch.nn.functional.embedding(index, weight, padding_idx=0)"};
+    add_gather(catalog, c, {c10::kFloat}, {contiguous, Variant::transposed("weight")});
+    const char* modes[] = {"sum", "mean", "max"};
+    for (int64_t mode = 0; mode < 3; ++mode) {
+      const std::string m = modes[mode];
+      GatherCase b{"embedding_bag_" + m,
+                   {Arg::randn("weight", {50, 16})},
+                   Arg::integers("index", {40}, 0, 50),
+                   Arg::integers("key", {50}, 0, 1000),
+                   [](const at::Tensor& k) { return permutation(k).narrow(0, 0, 40); },
+                   "torch.sort(key, stable=True).indices[:40]",
+                   [mode](const Tensors& d, const at::Tensor& i) {
+                     return Tensors{std::get<0>(at::embedding_bag(d[0], i, bag_offsets(i, 5), false, mode))};
+                   },
+                   "torch.nn.functional.embedding_bag(index, weight, torch.arange(0, index.numel(), 5, "
+                   "device=index.device), mode='" + m + "')"};
+      // CPU embedding_bag has no bfloat16 kernel in LibTorch 1.13.
+      add_gather(catalog, b, {c10::kFloat}, {contiguous, Variant::transposed("weight")}, {c10::kHalf});
+    }
+  }
+
+  // ----- scatters without accumulation: unique indices, every result well defined -----
+  add_op(catalog,
+         def("scatter",
+             {Arg::randn("x", {32, 48}), Arg::randn("src", {32, 20}), Arg::integers("key", {32, 48}, 0, 1000)},
+             [](const Tensors& a) { return Tensors{at::scatter(a[0], 1, permutation(a[2], 1).narrow(1, 0, 20), a[1])}; },
+             "torch.scatter(x, 1, torch.sort(key, dim=1, stable=True).indices[:, :20], src)"),
+         kAll, {contiguous, Variant::transposed("x"), named("transposed_src", Layout::Transposed, "src")});
+  add_op(catalog,
+         def("scatter_value", {Arg::randn("x", {32, 48}), Arg::integers("index", {32, 20}, 0, 48)},
+             [](const Tensors& a) { return Tensors{at::scatter(a[0], 1, a[1], 1.5)}; },
+             "torch.scatter(x, 1, index, 1.5)"),
+         kAll, {contiguous, Variant::transposed("x")});
+  add_op(catalog,
+         def("index_copy",
+             {Arg::randn("x", {64, 32}), Arg::randn("src", {40, 32}), Arg::integers("key", {64}, 0, 1000)},
+             [](const Tensors& a) { return Tensors{at::index_copy(a[0], 0, permutation(a[2]).narrow(0, 0, 40), a[1])}; },
+             "torch.index_copy(x, 0, torch.sort(key, stable=True).indices[:40], src)"),
+         kAll, {contiguous, Variant::transposed("x"), Variant::sliced("src")});
+  add_op(catalog,
+         def("index_put",
+             {Arg::randn("x", {64, 32}), Arg::randn("values", {40, 32}), Arg::integers("key", {64}, 0, 1000)},
+             [](const Tensors& a) {
+               return Tensors{at::index_put(a[0], c10::List<c10::optional<at::Tensor>>({permutation(a[2]).narrow(0, 0, 40)}),
+                                            a[1], false)};
+             },
+             "x.index_put((torch.sort(key, stable=True).indices[:40],), values, False)"),
+         kAll, {contiguous, Variant::transposed("x"), named("transposed_values", Layout::Transposed, "values")});
+  add_op(catalog,
+         def("index_fill", {Arg::randn("x", {32, 48}), Arg::integers("index", {10}, 0, 48)},
+             [](const Tensors& a) { return Tensors{at::index_fill(a[0], 1, a[1], -2.5)}; },
+             "torch.index_fill(x, 1, index, -2.5)"),
+         kAll, {contiguous, Variant::transposed("x"), Variant::sliced("x")});
+
+  // ----- scatters with accumulation: integer-valued inputs, duplicate indices -----
+  add_op(catalog,
+         def("scatter_add",
+             {exact("x", {32, 48}, -4, 5), exact("src", {32, 64}, -4, 5), Arg::integers("index", {32, 64}, 0, 48)},
+             [](const Tensors& a) { return Tensors{at::scatter_add(a[0], 1, a[2], a[1])}; },
+             "torch.scatter_add(x, 1, index, src)"),
+         kAll, {contiguous, Variant::transposed("x"), named("transposed_src", Layout::Transposed, "src"),
+                named("transposed_index", Layout::Transposed, "index")});
+  for (const char* reduce : {"sum", "prod", "amax", "amin", "mean"}) {
+    const std::string r = reduce;
+    // prod draws from {1, 2} so products stay exact; amax/amin ties are exact too, so the
+    // gradient is split among the same elements in every dtype.
+    const bool prod = r == "prod";
+    Arg x = prod ? exact("x", {32, 48}, 1, 3) : exact("x", {32, 48}, -4, 5);
+    Arg src = prod ? exact("src", {32, 64}, 1, 3) : exact("src", {32, 64}, -4, 5);
+    add_op(catalog,
+           def("scatter_reduce_" + r, {x, src, Arg::integers("index", {32, 64}, 0, 48)},
+               [r](const Tensors& a) { return Tensors{at::scatter_reduce(a[0], 1, a[2], a[1], r, true)}; },
+               "torch.scatter_reduce(x, 1, index, src, '" + r + "', include_self=True)"),
+           kAll, {contiguous, Variant::transposed("x"), named("transposed_src", Layout::Transposed, "src")});
+  }
+  add_op(catalog,
+         def("index_put_accumulate",
+             {exact("x", {64, 32}, -4, 5), exact("values", {100, 32}, -4, 5), Arg::integers("index", {100}, 0, 64)},
+             [](const Tensors& a) {
+               return Tensors{at::index_put(a[0], c10::List<c10::optional<at::Tensor>>({a[2]}), a[1], true)};
+             },
+             "x.index_put((index,), values, True)"),
+         kAll, {contiguous, Variant::transposed("x"), named("transposed_values", Layout::Transposed, "values")});
+  add_op(catalog,
+         def("index_add",
+             {exact("x", {64, 32}, -4, 5), exact("src", {100, 32}, -4, 5), Arg::integers("index", {100}, 0, 64)},
+             [](const Tensors& a) { return Tensors{at::index_add(a[0], 0, a[2], a[1])}; },
+             "torch.index_add(x, 0, index, src)"),
+         kAll, {contiguous, Variant::transposed("x"), Variant::sliced("src")});
+  add_op(catalog,
+         def("index_add_alpha",
+             {exact("x", {32, 64}, -4, 5), exact("src", {32, 100}, -4, 5), Arg::integers("index", {100}, 0, 64)},
+             [](const Tensors& a) { return Tensors{at::index_add(a[0], 1, a[2], a[1], 2)}; },
+             "torch.index_add(x, 1, index, src, alpha=2)"),
+         kAll, {contiguous, Variant::transposed("x")});
+
+  // ----- masks -----
+  add_op(catalog,
+         def("masked_fill", {Arg::randn("x", {32, 48}), Arg::mask("mask", {32, 48})},
+             [](const Tensors& a) { return Tensors{at::masked_fill(a[0], a[1], 0.5)}; },
+             "torch.masked_fill(x, mask, 0.5)"),
+         kAll, {contiguous, Variant::transposed("x"), Variant::expanded("mask"), Variant::sliced("mask")});
+  add_op(catalog,
+         def("masked_select", {Arg::randn("x", {32, 48}), Arg::mask("mask", {32, 48})},
+             [](const Tensors& a) { return Tensors{at::masked_select(a[0], a[1])}; },
+             "torch.masked_select(x, mask)"),
+         kAll, {contiguous, Variant::transposed("x"), Variant::expanded("mask")});
+  add_op(catalog,
+         def("masked_scatter", {Arg::randn("x", {32, 48}), Arg::mask("mask", {32, 48}), Arg::randn("src", {32, 48})},
+             [](const Tensors& a) { return Tensors{at::masked_scatter(a[0], a[1], a[2])}; },
+             "torch.masked_scatter(x, mask, src)"),
+         kAll, {contiguous, Variant::transposed("x"), Variant::expanded("mask")});
+  add_op(catalog,
+         def("bool_mask_index", {Arg::randn("x", {32, 48}), Arg::mask("mask", {32, 48})},
+             [](const Tensors& a) { return Tensors{at::index(a[0], c10::List<c10::optional<at::Tensor>>({a[1]}))}; },
+             "x[mask]"),
+         kAll, {contiguous, Variant::transposed("x"), named("transposed_mask", Layout::Transposed, "mask")});
+  add_op(catalog,
+         def("bool_mask_rows", {Arg::randn("x", {64, 24}), Arg::mask("mask", {64})},
+             [](const Tensors& a) { return Tensors{at::index(a[0], c10::List<c10::optional<at::Tensor>>({a[1]}))}; },
+             "x[mask]"),
+         kAll, {contiguous, Variant::transposed("x"), Variant::sliced("mask")});
+  add_op(catalog,
+         def("bool_mask_assign", {Arg::randn("x", {32, 48}), Arg::mask("mask", {32, 48})},
+             [](const Tensors& a) {
+               return Tensors{at::index_put(a[0], c10::List<c10::optional<at::Tensor>>({a[1]}),
+                                            at::scalar_tensor(-3, a[0].options().requires_grad(false)), false)};
+             },
+             "x.index_put((mask,), torch.tensor(-3, dtype=x.dtype, device=x.device))"),
+         kAll, {contiguous, Variant::transposed("x"), named("transposed_mask", Layout::Transposed, "mask")});
+
+  // ----- index-producing ops (no gradient) -----
+  add_op(catalog,
+         def("nonzero", {Arg::randn("x", {32, 48})},
+             [](const Tensors& a) { return Tensors{at::nonzero(at::relu(a[0]))}; },
+             "torch.nonzero(torch.relu(x))", false),
+         // CPU nonzero has no float16 kernel in LibTorch 1.13.
+         {c10::kFloat, c10::kBFloat16, c10::kLong, c10::kInt}, {contiguous, Variant::transposed("x"), Variant::sliced("x")});
+  add_op(catalog,
+         def("nonzero", {Arg::mask("x", {32, 48})}, [](const Tensors& a) { return Tensors{at::nonzero(a[0])}; },
+             "torch.nonzero(x)", false),
+         {c10::kBool}, {contiguous, Variant::transposed("x")});
+  add_op(catalog,
+         def("one_hot", {Arg::integers("index", {64}, 0, 10)},
+             [](const Tensors& a) { return Tensors{at::one_hot(a[0], 10)}; },
+             "torch.nn.functional.one_hot(index, 10)", false),
+         {c10::kLong}, {contiguous, Variant::sliced("index")});
+  add_op(catalog,
+         def("one_hot_2d", {Arg::integers("index", {8, 16}, 0, 7)},
+             [](const Tensors& a) { return Tensors{at::one_hot(a[0], 7)}; },
+             "torch.nn.functional.one_hot(index, 7)", false),
+         {c10::kLong}, {contiguous, Variant::transposed("index")});
+
+  // ----- large: flat indices past 2^24, where float-typed index math loses exactness -----
+  constexpr int64_t kLarge = (int64_t{1} << 24) + 4096;
+  add_op(catalog,
+         def("index_select_large", {Arg::randn("x", {kLarge}), Arg::integers("index", {1 << 16}, 1 << 23, kLarge)},
+             [](const Tensors& a) { return Tensors{at::index_select(a[0], 0, a[1])}; },
+             "torch.index_select(x, 0, index)", false, {"large"}),
+         {c10::kFloat}, {Variant{"large", [](std::vector<Arg>&) {}}});
+  add_op(catalog,
+         def("take_large", {Arg::randn("x", {4097, 4096}), Arg::integers("index", {1 << 16}, 1 << 23, 4097 * 4096)},
+             [](const Tensors& a) { return Tensors{at::take(a[0], a[1])}; }, "torch.take(x, index)", false,
+             {"large"}),
+         {c10::kFloat}, {Variant{"large", [](std::vector<Arg>&) {}}});
+  add_op(catalog,
+         def("scatter_add_large",
+             {exact("x", {kLarge}, -4, 5), exact("src", {1 << 16}, -4, 5), Arg::integers("index", {1 << 16}, 1 << 23, kLarge)},
+             [](const Tensors& a) { return Tensors{at::scatter_add(a[0], 0, a[2], a[1])}; },
+             "torch.scatter_add(x, 0, index, src)", false, {"large"}),
+         {c10::kFloat}, {Variant{"large", [](std::vector<Arg>&) {}}});
 }
 
 MPSCHECK_PLUGIN("ops-indexing", "0.1.0")
