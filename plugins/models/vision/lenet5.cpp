@@ -1,0 +1,39 @@
+#include "lenet5.h"
+
+#include "common.h"
+
+namespace mpscheck::vision {
+
+LeNet5Impl::LeNet5Impl()
+    // padding 2 turns MNIST's 28x28 into the 32x32 the original network was drawn for.
+    : conv1(register_module("conv1", torch::nn::Conv2d(torch::nn::Conv2dOptions(1, 6, 5).padding(2)))),
+      conv2(register_module("conv2", torch::nn::Conv2d(torch::nn::Conv2dOptions(6, 16, 5)))),
+      fc1(register_module("fc1", torch::nn::Linear(16 * 5 * 5, 120))),
+      fc2(register_module("fc2", torch::nn::Linear(120, 84))),
+      fc3(register_module("fc3", torch::nn::Linear(84, 10))) {}
+
+torch::Tensor LeNet5Impl::forward(torch::Tensor x) {
+  using model::tap;
+  x = torch::avg_pool2d(torch::tanh(tap("conv1", conv1->forward(x))), 2);
+  x = torch::avg_pool2d(torch::tanh(tap("conv2", conv2->forward(x))), 2).flatten(1);
+  x = torch::tanh(tap("fc1", fc1->forward(x)));
+  x = torch::tanh(tap("fc2", fc2->forward(x)));
+  return tap("fc3", fc3->forward(x));
+}
+
+}  // namespace mpscheck::vision
+
+MPSCHECK_CATALOG(lenet5_models) {
+  using namespace mpscheck;
+  model::ModelDef<vision::LeNet5> def;
+  def.name = "lenet5";
+  def.tags = {"seed", "cnn", "mnist", "vision"};
+  def.build = [](bool) { return vision::LeNet5(); };
+  def.batch = [](bool quick, at::Generator& gen) { return vision::image_batch(gen, quick ? 8 : 64, 1, 28, 10); };
+  def.forward = [](vision::LeNet5& net, const model::Batch& b) { return net->forward(b.inputs[0]); };
+  def.loss = [](const at::Tensor& out, const model::Batch& b) { return torch::cross_entropy_loss(out, b.target); };
+  def.optimizer = [](std::vector<at::Tensor> p) {
+    return std::make_unique<torch::optim::SGD>(std::move(p), torch::optim::SGDOptions(0.01).momentum(0.9));
+  };
+  model::add_model(catalog, def);
+}
