@@ -1,0 +1,125 @@
+#include "bert.h"
+
+#include "cases.h"
+#include "transformer.h"
+
+#include <mpscheck/model.hpp>
+
+namespace mpscheck::attention {
+
+namespace {
+
+torch::nn::LayerNormOptions bert_norm(int64_t width) { return torch::nn::LayerNormOptions({width}).eps(1e-12); }
+
+// Post-norm encoder layer: ln(x + attn(x)), then ln(x + ffn(x)).
+struct BertLayerImpl : torch::nn::Module {
+  BertLayerImpl(const BertConfig& cfg, std::string path)
+      : path(std::move(path)),
+        attn(register_module("attn", SelfAttention(cfg.width, cfg.heads, cfg.dropout))),
+        attn_drop(register_module("attn_drop", torch::nn::Dropout(cfg.dropout))),
+        attn_norm(register_module("attn_norm", torch::nn::LayerNorm(bert_norm(cfg.width)))),
+        ffn(register_module("ffn", FeedForward(cfg.width, cfg.ffn, cfg.dropout))),
+        ffn_norm(register_module("ffn_norm", torch::nn::LayerNorm(bert_norm(cfg.width)))) {}
+
+  torch::Tensor forward(torch::Tensor x, const torch::Tensor& mask) {
+    x = model::tap(path + ".attn", attn_norm->forward(x + attn_drop->forward(attn->forward(x, mask))));
+    return model::tap(path + ".ffn", ffn_norm->forward(x + ffn->forward(x)));
+  }
+
+  std::string path;
+  SelfAttention attn;
+  torch::nn::Dropout attn_drop;
+  torch::nn::LayerNorm attn_norm;
+  FeedForward ffn;
+  torch::nn::LayerNorm ffn_norm;
+};
+TORCH_MODULE(BertLayer);
+
+}  // namespace
+
+BertImpl::BertImpl(const BertConfig& cfg)
+    : cfg(cfg),
+      word_embed(register_module("word_embed", torch::nn::Embedding(cfg.vocab, cfg.width))),
+      position_embed(register_module("position_embed", torch::nn::Embedding(cfg.max_positions, cfg.width))),
+      type_embed(register_module("type_embed", torch::nn::Embedding(cfg.type_vocab, cfg.width))),
+      embed_norm(register_module("embed_norm", torch::nn::LayerNorm(bert_norm(cfg.width)))),
+      embed_drop(register_module("embed_drop", torch::nn::Dropout(cfg.dropout))),
+      layers(register_module("layers", torch::nn::ModuleList())),
+      pooler(register_module("pooler", torch::nn::Linear(cfg.width, cfg.width))),
+      classifier_drop(register_module("classifier_drop", torch::nn::Dropout(cfg.dropout))),
+      classifier(register_module("classifier", torch::nn::Linear(cfg.width, cfg.labels))) {
+  for (int64_t i = 0; i < cfg.layers; ++i) layers->push_back(BertLayer(cfg, "layers." + std::to_string(i)));
+  init_transformer_weights(*this);
+}
+
+torch::Tensor BertImpl::forward(const torch::Tensor& ids, const torch::Tensor& keep) {
+  using model::tap;
+  TORCH_CHECK(ids.size(1) <= cfg.max_positions, "sequence of ", ids.size(1), " tokens is longer than ",
+              cfg.max_positions, " positions");
+  auto positions = torch::arange(ids.size(1), ids.options()).unsqueeze(0);
+  auto x = word_embed->forward(ids) + position_embed->forward(positions) + type_embed->forward(torch::zeros_like(ids));
+  x = tap("embed", embed_drop->forward(embed_norm->forward(x)));
+  // The mask is built here, in the dtype the model computes in (its weights' dtype).
+  const auto mask = padding_mask(keep, x.scalar_type());
+  for (const auto& layer : *layers) x = layer->as<BertLayer>()->forward(x, mask);
+  auto pooled = tap("pooler", torch::tanh(pooler->forward(x.select(1, 0))));
+  return tap("classifier", classifier->forward(classifier_drop->forward(pooled)));
+}
+
+}  // namespace mpscheck::attention
+
+namespace {
+
+using mpscheck::attention::BertConfig;
+
+struct BertVariant {
+  const char* name;
+  BertConfig full, quick;
+  int64_t length, infer_batch, train_batch, train_length;
+};
+
+// bert_small is Google's BERT-Small (L=4, H=512); quick: two layers, width 64, 16 tokens.
+const BertVariant kBertVariants[] = {
+    {"bert_base", {30522, 512, 2, 12, 768, 12, 3072, 2, 0.1}, {1000, 64, 2, 2, 64, 4, 128, 2, 0.1}, 128, 1, 2, 64},
+    {"bert_small", {30522, 512, 2, 4, 512, 8, 2048, 2, 0.1}, {1000, 64, 2, 2, 48, 4, 96, 2, 0.1}, 128, 1, 4, 128},
+};
+
+// Token ids with right padding: with one row it is padded after 3/4 of the sequence; with more,
+// row 0 is full and later rows are progressively shorter.
+mpscheck::model::Batch bert_batch(const BertConfig& c, int64_t n, int64_t t, at::Generator& gen) {
+  auto ids = at::randint(1, c.vocab, {n, t}, gen, at::kLong);
+  auto keep = at::ones({n, t}, at::kLong);
+  for (int64_t r = 0; r < n; ++r) {
+    const int64_t len = n == 1 ? t * 3 / 4 : t - r * t / (2 * n);
+    keep[r].slice(0, len).zero_();
+    ids[r].slice(0, len).zero_();  // [PAD] is id 0
+  }
+  return {{ids, keep}, at::randint(0, c.labels, {n}, gen, at::kLong)};
+}
+
+mpscheck::model::ModelDef<mpscheck::attention::Bert> bert_def(const BertVariant& v, bool train) {
+  using namespace mpscheck;
+  model::ModelDef<attention::Bert> def;
+  def.name = v.name;
+  def.tags = {"bert", "attention", "text"};
+  def.build = [v](bool quick) { return attention::Bert(quick ? v.quick : v.full); };
+  def.batch = [v, train](bool quick, at::Generator& gen) {
+    if (quick) return bert_batch(v.quick, 2, 16, gen);
+    return train ? bert_batch(v.full, v.train_batch, v.train_length, gen) : bert_batch(v.full, v.infer_batch, v.length, gen);
+  };
+  def.forward = [](attention::Bert& net, const model::Batch& b) { return net->forward(b.inputs[0], b.inputs[1]); };
+  def.loss = [](const at::Tensor& out, const model::Batch& b) { return torch::cross_entropy_loss(out, b.target); };
+  // Fine-tuning set-up: AdamW at 2e-5.
+  def.optimizer = [](std::vector<at::Tensor> p) {
+    return std::make_unique<torch::optim::AdamW>(std::move(p), torch::optim::AdamWOptions(2e-5).weight_decay(0.01));
+  };
+  def.steps = 3;
+  return def;
+}
+
+}  // namespace
+
+MPSCHECK_CATALOG(bert_models) {
+  for (const BertVariant& v : kBertVariants)
+    mpscheck::attention::add_model(catalog, bert_def(v, false), bert_def(v, true));
+}

@@ -1,0 +1,118 @@
+#include "gpt2.h"
+
+#include "cases.h"
+#include "transformer.h"
+
+#include <mpscheck/model.hpp>
+
+#include <cmath>
+
+namespace mpscheck::attention {
+
+namespace {
+
+// Pre-norm decoder block: x + attn(ln(x), causal), then x + mlp(ln(x)).
+struct Gpt2BlockImpl : torch::nn::Module {
+  Gpt2BlockImpl(const Gpt2Config& cfg, std::string path)
+      : path(std::move(path)),
+        ln1(register_module("ln1", torch::nn::LayerNorm(torch::nn::LayerNormOptions({cfg.width}).eps(1e-5)))),
+        attn(register_module("attn", SelfAttention(cfg.width, cfg.heads, cfg.dropout))),
+        resid_drop(register_module("resid_drop", torch::nn::Dropout(cfg.dropout))),
+        ln2(register_module("ln2", torch::nn::LayerNorm(torch::nn::LayerNormOptions({cfg.width}).eps(1e-5)))),
+        mlp(register_module("mlp", FeedForward(cfg.width, 4 * cfg.width, cfg.dropout, "tanh"))) {}
+
+  torch::Tensor forward(torch::Tensor x, const torch::Tensor& mask) {
+    x = model::tap(path + ".attn", x + resid_drop->forward(attn->forward(ln1->forward(x), mask)));
+    return model::tap(path + ".mlp", x + mlp->forward(ln2->forward(x)));
+  }
+
+  std::string path;
+  torch::nn::LayerNorm ln1;
+  SelfAttention attn;
+  torch::nn::Dropout resid_drop;
+  torch::nn::LayerNorm ln2;
+  FeedForward mlp;
+};
+TORCH_MODULE(Gpt2Block);
+
+}  // namespace
+
+Gpt2Impl::Gpt2Impl(const Gpt2Config& cfg)
+    : cfg(cfg),
+      token_embed(register_module("token_embed", torch::nn::Embedding(cfg.vocab, cfg.width))),
+      position_embed(register_module("position_embed", torch::nn::Embedding(cfg.context, cfg.width))),
+      embed_drop(register_module("embed_drop", torch::nn::Dropout(cfg.dropout))),
+      blocks(register_module("blocks", torch::nn::ModuleList())),
+      final_norm(register_module("final_norm", torch::nn::LayerNorm(torch::nn::LayerNormOptions({cfg.width}).eps(1e-5)))) {
+  for (int64_t i = 0; i < cfg.layers; ++i) blocks->push_back(Gpt2Block(cfg, "blocks." + std::to_string(i)));
+  init_transformer_weights(*this);
+  // GPT-2 scales the residual projections by 1/sqrt(2 * layers) so the residual stream stays O(1).
+  torch::NoGradGuard no_grad;
+  for (const auto& p : named_parameters())
+    if (p.key().find("proj.weight") != std::string::npos || p.key().find("fc2.weight") != std::string::npos)
+      p.value().normal_(0.0, 0.02 / std::sqrt(2.0 * cfg.layers));
+}
+
+torch::Tensor Gpt2Impl::forward(const torch::Tensor& ids) {
+  using model::tap;
+  const int64_t t = ids.size(1);
+  TORCH_CHECK(t <= cfg.context, "sequence of ", t, " tokens is longer than the context of ", cfg.context);
+  auto positions = torch::arange(t, ids.options()).unsqueeze(0);
+  auto x = tap("embed", embed_drop->forward(token_embed->forward(ids) + position_embed->forward(positions)));
+  const auto mask = causal_mask(t, x.scalar_type(), x.device());
+  for (const auto& block : *blocks) x = block->as<Gpt2Block>()->forward(x, mask);
+  x = tap("final_norm", final_norm->forward(x));
+  return tap("lm_head", torch::matmul(x, token_embed->weight.t()));  // tied to the token embedding
+}
+
+}  // namespace mpscheck::attention
+
+namespace {
+
+using mpscheck::attention::Gpt2Config;
+
+struct Gpt2Variant {
+  const char* name;
+  Gpt2Config full, quick;
+  int64_t length, infer_batch, train_batch, train_length;
+};
+
+// gpt2 is GPT-2 small (124M); gpt2_tiny keeps its vocabulary at 4 layers of width 256.
+const Gpt2Variant kGpt2Variants[] = {
+    {"gpt2", {50257, 1024, 12, 768, 12, 0.1}, {512, 32, 2, 64, 4, 0.1}, 128, 1, 2, 64},
+    {"gpt2_tiny", {50257, 256, 4, 256, 4, 0.1}, {512, 32, 2, 32, 2, 0.1}, 128, 1, 4, 128},
+};
+
+// The sequence is its own target, shifted by one token.
+mpscheck::model::Batch gpt2_batch(const Gpt2Config& c, int64_t n, int64_t t, at::Generator& gen) {
+  auto ids = at::randint(0, c.vocab, {n, t + 1}, gen, at::kLong);
+  return {{ids.slice(1, 0, t).contiguous()}, ids.slice(1, 1).contiguous()};
+}
+
+mpscheck::model::ModelDef<mpscheck::attention::Gpt2> gpt2_def(const Gpt2Variant& v, bool train) {
+  using namespace mpscheck;
+  model::ModelDef<attention::Gpt2> def;
+  def.name = v.name;
+  def.tags = {"gpt2", "attention", "text", "causal"};
+  def.build = [v](bool quick) { return attention::Gpt2(quick ? v.quick : v.full); };
+  def.batch = [v, train](bool quick, at::Generator& gen) {
+    if (quick) return gpt2_batch(v.quick, 2, 16, gen);
+    return train ? gpt2_batch(v.full, v.train_batch, v.train_length, gen) : gpt2_batch(v.full, v.infer_batch, v.length, gen);
+  };
+  def.forward = [](attention::Gpt2& net, const model::Batch& b) { return net->forward(b.inputs[0]); };
+  def.loss = [](const at::Tensor& logits, const model::Batch& b) {
+    return torch::cross_entropy_loss(logits.reshape({-1, logits.size(-1)}), b.target.reshape({-1}));
+  };
+  def.optimizer = [](std::vector<at::Tensor> p) {
+    return std::make_unique<torch::optim::AdamW>(std::move(p), torch::optim::AdamWOptions(3e-4).weight_decay(0.1));
+  };
+  def.steps = 3;
+  return def;
+}
+
+}  // namespace
+
+MPSCHECK_CATALOG(gpt2_models) {
+  for (const Gpt2Variant& v : kGpt2Variants)
+    mpscheck::attention::add_model(catalog, gpt2_def(v, false), gpt2_def(v, true));
+}

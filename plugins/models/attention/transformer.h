@@ -1,0 +1,44 @@
+// Building blocks shared by the attention families: masks that follow the compute dtype,
+// multi-head self-attention written from linear + matmul + softmax, the position-wise MLP,
+// and the weight initialisation transformers are trained from.
+#pragma once
+
+#include <torch/torch.h>
+
+namespace mpscheck::attention {
+
+// The most negative finite value of `dtype`. Masked scores get this, never -1e9: -1e9 is -inf
+// in float16, and a row with only -inf scores turns softmax into NaN.
+double lowest_finite(c10::ScalarType dtype);
+
+// Additive mask [B, 1, 1, T] from a key mask [B, T] (nonzero = attend), in `dtype`.
+torch::Tensor padding_mask(const torch::Tensor& keep, c10::ScalarType dtype);
+// Additive mask [1, 1, T, T] that hides later positions from earlier ones, in `dtype`.
+torch::Tensor causal_mask(int64_t length, c10::ScalarType dtype, c10::Device device);
+
+struct SelfAttentionImpl : torch::nn::Module {
+  SelfAttentionImpl(int64_t dim, int64_t heads, double dropout);
+  // x: [B, T, dim]; mask: additive, broadcastable to [B, heads, T, T], or undefined.
+  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& mask = {});
+
+  int64_t heads;
+  torch::nn::Linear qkv, proj;
+  torch::nn::Dropout attn_drop;
+};
+TORCH_MODULE(SelfAttention);
+
+struct FeedForwardImpl : torch::nn::Module {
+  // approximate: "none" (erf GELU: ViT, BERT) or "tanh" (GPT-2).
+  FeedForwardImpl(int64_t dim, int64_t hidden, double dropout, std::string approximate = "none");
+  torch::Tensor forward(const torch::Tensor& x);
+
+  std::string approximate;
+  torch::nn::Linear fc1, fc2;
+  torch::nn::Dropout drop;
+};
+TORCH_MODULE(FeedForward);
+
+// Linear and Embedding weights ~ N(0, std), biases 0, LayerNorm 1/0 (BERT's and GPT-2's init).
+void init_transformer_weights(torch::nn::Module& net, double std = 0.02);
+
+}  // namespace mpscheck::attention

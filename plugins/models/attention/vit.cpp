@@ -1,0 +1,112 @@
+#include "vit.h"
+
+#include "cases.h"
+#include "transformer.h"
+
+#include <mpscheck/model.hpp>
+
+namespace mpscheck::attention {
+
+namespace {
+
+// Pre-norm encoder block: x + attn(ln(x)), then x + mlp(ln(x)).
+struct VitBlockImpl : torch::nn::Module {
+  VitBlockImpl(const VitConfig& cfg, std::string path)
+      : path(std::move(path)),
+        ln1(register_module("ln1", torch::nn::LayerNorm(torch::nn::LayerNormOptions({cfg.width}).eps(1e-6)))),
+        attn(register_module("attn", SelfAttention(cfg.width, cfg.heads, cfg.dropout))),
+        drop(register_module("drop", torch::nn::Dropout(cfg.dropout))),
+        ln2(register_module("ln2", torch::nn::LayerNorm(torch::nn::LayerNormOptions({cfg.width}).eps(1e-6)))),
+        mlp(register_module("mlp", FeedForward(cfg.width, cfg.mlp, cfg.dropout))) {}
+
+  torch::Tensor forward(torch::Tensor x) {
+    x = model::tap(path + ".attn", x + drop->forward(attn->forward(ln1->forward(x))));
+    return model::tap(path + ".mlp", x + mlp->forward(ln2->forward(x)));
+  }
+
+  std::string path;
+  torch::nn::LayerNorm ln1;
+  SelfAttention attn;
+  torch::nn::Dropout drop;
+  torch::nn::LayerNorm ln2;
+  FeedForward mlp;
+};
+TORCH_MODULE(VitBlock);
+
+}  // namespace
+
+VisionTransformerImpl::VisionTransformerImpl(const VitConfig& cfg)
+    : cfg(cfg),
+      patch_embed(register_module(
+          "patch_embed", torch::nn::Conv2d(torch::nn::Conv2dOptions(3, cfg.width, cfg.patch).stride(cfg.patch)))),
+      pos_drop(register_module("pos_drop", torch::nn::Dropout(cfg.dropout))),
+      blocks(register_module("blocks", torch::nn::ModuleList())),
+      norm(register_module("norm", torch::nn::LayerNorm(torch::nn::LayerNormOptions({cfg.width}).eps(1e-6)))),
+      head(register_module("head", torch::nn::Linear(cfg.width, cfg.classes))) {
+  TORCH_CHECK(cfg.image % cfg.patch == 0, "image size ", cfg.image, " is not a multiple of patch ", cfg.patch);
+  const int64_t tokens = (cfg.image / cfg.patch) * (cfg.image / cfg.patch) + 1;
+  cls_token = register_parameter("cls_token", torch::zeros({1, 1, cfg.width}));
+  // torchvision draws the position embedding from N(0, 0.02).
+  pos_embed = register_parameter("pos_embed", torch::randn({1, tokens, cfg.width}) * 0.02);
+  for (int64_t i = 0; i < cfg.layers; ++i) blocks->push_back(VitBlock(cfg, "blocks." + std::to_string(i)));
+}
+
+torch::Tensor VisionTransformerImpl::forward(const torch::Tensor& images) {
+  using model::tap;
+  auto x = tap("patch_embed", patch_embed->forward(images).flatten(2).transpose(1, 2));  // [B, N, C]
+  x = torch::cat({cls_token.expand({x.size(0), -1, -1}), x}, 1) + pos_embed;
+  x = tap("embed", pos_drop->forward(x));
+  for (const auto& block : *blocks) x = block->as<VitBlock>()->forward(x);
+  x = tap("norm", norm->forward(x));
+  return tap("head", head->forward(x.select(1, 0)));
+}
+
+}  // namespace mpscheck::attention
+
+namespace {
+
+using mpscheck::attention::VitConfig;
+
+struct VitVariant {
+  const char* name;
+  VitConfig full, quick;
+  int64_t infer_batch, train_batch;
+};
+
+// quick: the same architecture at a few blocks and a 32x32 image.
+const VitVariant kVitVariants[] = {
+    {"vit_b16", {224, 16, 12, 768, 12, 3072, 1000, 0.0}, {32, 8, 2, 64, 4, 128, 10, 0.0}, 1, 2},
+    {"vit_tiny", {224, 16, 12, 192, 3, 768, 1000, 0.0}, {32, 4, 2, 48, 3, 96, 10, 0.0}, 1, 4},
+};
+
+}  // namespace
+
+namespace {
+
+mpscheck::model::ModelDef<mpscheck::attention::VisionTransformer> vit_def(const VitVariant& v, bool train) {
+  using namespace mpscheck;
+  model::ModelDef<attention::VisionTransformer> def;
+  def.name = v.name;
+  def.tags = {"seed", "vit", "attention", "vision"};
+  def.build = [v](bool quick) { return attention::VisionTransformer(quick ? v.quick : v.full); };
+  // Inference at batch 1 like the seed report; training repeats one small batch.
+  def.batch = [v, train](bool quick, at::Generator& gen) {
+    const VitConfig& c = quick ? v.quick : v.full;
+    const int64_t n = quick ? 2 : train ? v.train_batch : v.infer_batch;
+    return model::Batch{{at::randn({n, 3, c.image, c.image}, gen, at::kFloat)},
+                        at::randint(0, c.classes, {n}, gen, at::kLong)};
+  };
+  def.forward = [](attention::VisionTransformer& net, const model::Batch& b) { return net->forward(b.inputs[0]); };
+  def.loss = [](const at::Tensor& out, const model::Batch& b) { return torch::cross_entropy_loss(out, b.target); };
+  def.optimizer = [](std::vector<at::Tensor> p) {
+    return std::make_unique<torch::optim::AdamW>(std::move(p), torch::optim::AdamWOptions(1e-4));
+  };
+  def.steps = 3;
+  return def;
+}
+
+}  // namespace
+
+MPSCHECK_CATALOG(vit_models) {
+  for (const VitVariant& v : kVitVariants) mpscheck::attention::add_model(catalog, vit_def(v, false), vit_def(v, true));
+}

@@ -1,0 +1,30 @@
+// Vision Transformer (Dosovitskiy et al. 2020, torchvision's vit_b_16): patch embedding as a
+// strided conv, class token, learned position embedding, pre-norm encoder blocks, linear head.
+// The seed reports' inference set had ViT crash on the GPU while the CPU took 1.855 s.
+#pragma once
+
+#include <torch/torch.h>
+
+namespace mpscheck::attention {
+
+struct VitConfig {
+  int64_t image, patch, layers, width, heads, mlp, classes;
+  double dropout;
+};
+
+struct VisionTransformerImpl : torch::nn::Module {
+  explicit VisionTransformerImpl(const VitConfig& cfg);
+  // images [B, 3, image, image] -> logits [B, classes]
+  torch::Tensor forward(const torch::Tensor& images);
+
+  VitConfig cfg;
+  torch::nn::Conv2d patch_embed;
+  torch::Tensor cls_token, pos_embed;
+  torch::nn::Dropout pos_drop;
+  torch::nn::ModuleList blocks;
+  torch::nn::LayerNorm norm;
+  torch::nn::Linear head;
+};
+TORCH_MODULE(VisionTransformer);
+
+}  // namespace mpscheck::attention
