@@ -1,0 +1,56 @@
+// JUnit XML, Markdown and HTML reports, each rendered from the one result model (RunReport).
+// Rendering is pure (report in, text out); write_text_report puts the text on disk.
+#pragma once
+
+#include "reports/report.hpp"
+
+#include <string>
+#include <vector>
+
+namespace mpscheck {
+
+// JUnit XML in GoogleTest's shape: one <testsuite> per op family ("op/<family>") and one for
+// models ("model"). Every finding, unsupported included, is a <failure>; skip is <skipped>.
+std::string render_junit(const RunReport& report);
+
+// A summary to paste into a PR or issue: totals, findings, speed of passing cases, environment.
+std::string render_markdown(const RunReport& report);
+
+// One self-contained HTML page (inline CSS, JS and SVG; nothing fetched): findings first,
+// sortable tables, speedup and error charts, an operator x dtype coverage matrix.
+std::string render_html(const RunReport& report);
+
+// Writes `text` to `path` atomically (temporary file in the same folder, then rename),
+// creating the folder. Throws ReportError naming the path.
+void write_text_report(const std::string& path, const std::string& text);
+
+// Shared by the writers (defined in junit.cpp).
+
+// Where a case sits in JUnit and in charts: suite "op/<family>" or "model", name the rest of the id.
+struct CaseName {
+  std::string suite, name;
+};
+CaseName split_case_id(const CaseResult& c);
+
+// Rank for "worst status" (higher is worse): crash, timeout, nan, mismatch, error, unsupported,
+// pass, skip. A silent wrong result ranks above a loud error: it is the one users miss.
+int severity(Status s);
+
+// Largest max-abs (max-rel) error over the case's outputs; infinity when the target produced
+// NaN/Inf the reference did not; a negative value when the case has no outputs.
+double max_abs_error(const CaseResult& c);
+double max_rel_error(const CaseResult& c);
+// "-" for negative (no outputs), "NaN/Inf" for non-finite, else 3 significant digits.
+std::string error_text(double error);
+
+// Several lines describing a finding: message, target and dtype, tolerance, each failing
+// output's errors and first mismatch, NaN/Inf counts, the crash signal, how to reproduce.
+std::string finding_detail(const CaseResult& c);
+
+// An environment value as one line of plain text: arrays joined with ", ", objects as "k=v; ...".
+std::string json_value_text(const nlohmann::json& value);
+
+// Environment keys in the order a reader wants them (torch, target, OS, chip first), then the rest.
+std::vector<std::string> environment_keys(const nlohmann::json& environment);
+
+}  // namespace mpscheck
