@@ -1,0 +1,95 @@
+#include "reports/console.hpp"
+#include "reports/escape.hpp"
+#include "reports/writers.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace mpscheck {
+
+namespace {
+
+constexpr std::size_t kSpeedRowsEachEnd = 10;  // top and bottom N when there are many timed cases
+constexpr std::size_t kMessageLength = 140;     // code points of a message in the findings table
+
+std::string run_text(const RunReport& report, const char* key, const char* fallback) {
+  if (report.run.contains(key)) return json_value_text(report.run.at(key));
+  if (report.environment.contains(key)) return json_value_text(report.environment.at(key));
+  return fallback;
+}
+
+}  // namespace
+
+std::string render_markdown(const RunReport& report) {
+  const auto counts = count_by_status(report.cases);
+  std::vector<const CaseResult*> findings;
+  for (const auto& c : report.cases)
+    if (is_finding(c.status)) findings.push_back(&c);
+  std::stable_sort(findings.begin(), findings.end(), [](auto* a, auto* b) {
+    return severity(a->status) != severity(b->status) ? severity(a->status) > severity(b->status) : a->id < b->id;
+  });
+
+  std::string md = fmt::format("# mpscheck report: target {}, torch {}\n\n",
+                               markdown_escape(run_text(report, "target", "?")),
+                               markdown_escape(run_text(report, "torch_version", "?")));
+  md += fmt::format("**{} cases, {} findings.** ", report.cases.size(), findings.size());
+  std::string parts;
+  for (const auto& [status, n] : counts) parts += fmt::format("{}{} {}", parts.empty() ? "" : ", ", n, to_string(status));
+  md += parts.empty() ? "No cases ran.\n\n" : parts + ".\n\n";
+
+  md += "| Status | Cases |\n|---|---:|\n";
+  for (const auto& [status, n] : counts) md += fmt::format("| {} | {} |\n", to_string(status), n);
+  md += fmt::format("| **total** | **{}** |\n\n", report.cases.size());
+
+  md += fmt::format("## Findings ({})\n\n", findings.size());
+  if (findings.empty()) {
+    md += "None: every case passed or was skipped.\n\n";
+  } else {
+    md += "| Case | Status | Max abs error | Message |\n|---|---|---:|---|\n";
+    for (const auto* c : findings) {
+      md += fmt::format("| {} | {} | {} | {} |\n", markdown_escape(c->id), to_string(c->status),
+                        error_text(max_abs_error(*c)), markdown_escape(shorten(c->message, kMessageLength)));
+    }
+    md += "\n";
+  }
+
+  std::vector<const CaseResult*> timed;
+  for (const auto& c : report.cases)
+    if (c.status == Status::Pass && c.speedup > 0 && c.reference_time && c.target_time) timed.push_back(&c);
+  std::stable_sort(timed.begin(), timed.end(), [](auto* a, auto* b) { return a->speedup > b->speedup; });
+  md += fmt::format("## Speed of passing cases ({} timed)\n\n", timed.size());
+  if (timed.empty()) {
+    md += "No passing case was timed.\n\n";
+  } else {
+    int faster = 0, similar = 0, slower = 0;
+    for (const auto* c : timed) (c->speed_class == "faster" ? faster : c->speed_class == "slower" ? slower : similar)++;
+    md += fmt::format("Target against the CPU float32 reference, median times: {} faster, {} similar, {} slower.\n\n",
+                      faster, similar, slower);
+    md += "| Case | Speedup | Class | Reference | Target |\n|---|---:|---|---:|---:|\n";
+    auto row = [&](const CaseResult* c) {
+      const bool noisy = c->reference_time->noisy() || c->target_time->noisy();
+      md += fmt::format("| {} | {:.2f}x | {}{} | {} | {} |\n", markdown_escape(c->id), c->speedup,
+                        markdown_escape(c->speed_class.empty() ? "-" : c->speed_class), noisy ? " (noisy)" : "",
+                        format_seconds(c->reference_time->median_s), format_seconds(c->target_time->median_s));
+    };
+    if (timed.size() <= 2 * kSpeedRowsEachEnd) {
+      for (const auto* c : timed) row(c);
+    } else {
+      for (std::size_t i = 0; i < kSpeedRowsEachEnd; ++i) row(timed[i]);
+      md += fmt::format("| … {} more … | | | | |\n", timed.size() - 2 * kSpeedRowsEachEnd);
+      for (std::size_t i = timed.size() - kSpeedRowsEachEnd; i < timed.size(); ++i) row(timed[i]);
+    }
+    md += "\n";
+  }
+
+  md += "## Environment\n\n";
+  for (const auto& key : environment_keys(report.environment))
+    md += fmt::format("- **{}**: {}\n", markdown_escape(key),
+                      markdown_escape(shorten(json_value_text(report.environment.at(key)), 300)));
+  if (report.run.contains("command"))
+    md += fmt::format("- **command**: {}\n", markdown_escape(shorten(json_value_text(report.run.at("command")), 300)));
+  return md;
+}
+
+}  // namespace mpscheck
