@@ -1,0 +1,421 @@
+#include "reports/escape.hpp"
+#include "reports/writers.hpp"
+
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <map>
+#include <regex>
+#include <sstream>
+#include <vector>
+
+using namespace mpscheck;
+
+namespace {
+
+const std::string kReplacementChar = "\xEF\xBF\xBD";  // U+FFFD in UTF-8
+// An id and a message built to break every format: markup, entities, quotes, CDATA end,
+// a control character, invalid UTF-8, Markdown table syntax.
+const std::string kHostileId = "op/evil/<b>&\"'x]]>\x01\xff\xfe|`*_[y]/f32/v/forward";
+const std::string kHostileMessage = "<script>alert(\"x\")</script> & ]]> \x01 \xff\xfe | `code` *b* _i_ [l](u)\nline2";
+
+CaseResult make_case(const std::string& id, Status status, const std::string& message = "") {
+  CaseResult c;
+  c.id = id;
+  c.kind = id.rfind("model/", 0) == 0 ? "model" : "op";
+  c.status = status;
+  c.message = message;
+  c.target = "mps";
+  c.wall_s = 0.25;
+  if (status == Status::Pass || status == Status::Mismatch || status == Status::Nan) {
+    OutputReport o;
+    o.name = "out";
+    o.shape = {4, 8};
+    o.numel = 32;
+    o.reference_dtype = o.target_dtype = "Float";
+    o.max_abs = status == Status::Mismatch ? 0.5 : 1e-7;
+    o.max_rel = status == Status::Mismatch ? 0.1 : 1e-6;
+    o.ok = status == Status::Pass;
+    if (status == Status::Mismatch) o.mismatches = 3, o.first_mismatch = 7;
+    if (status == Status::Nan) o.nan_target = 2;
+    c.outputs.push_back(o);
+    c.rtol = 1.3e-6;
+    c.atol = 1e-5;
+  }
+  return c;
+}
+
+CaseResult timed(CaseResult c, double speedup) {
+  c.reference_time = TimingStats{1e-3, 0.98e-3, 1.02e-3, 20};
+  c.target_time = TimingStats{1e-3 / speedup, 0.98e-3 / speedup, 1.02e-3 / speedup, 20};
+  c.speedup = speedup;
+  c.speed_class = speedup > 1.2 ? "faster" : speedup < 0.8 ? "slower" : "similar";
+  return c;
+}
+
+// One case of every status across two op families and the models.
+RunReport mixed_report() {
+  RunReport r;
+  r.environment = {{"torch_version", "2.5.1"}, {"target", "mps"}, {"os", "macOS 15.1"}, {"threads", 8}};
+  r.run = {{"target", "mps"}, {"wall_s", 12.5}};
+  r.cases = {
+      timed(make_case("op/conv/conv2d/f32/contiguous/forward", Status::Pass), 3.0),
+      make_case("op/conv/conv2d/f32/channels_last/forward", Status::Mismatch, "out: 3 of 32 elements outside tolerance"),
+      make_case("op/conv/conv2d/f16/contiguous/forward", Status::Unsupported, "not implemented for 'Half'"),
+      timed(make_case("op/softmax/softmax/f32/contiguous/forward", Status::Pass), 0.5),
+      make_case("op/softmax/softmax/f16/contiguous/forward", Status::Nan, "target has 2 NaN"),
+      make_case("op/softmax/softmax/f32/contiguous/backward", Status::Skip, "no gradient"),
+      make_case("model/resnet18/infer", Status::Error, "RuntimeError: boom"),
+      make_case("model/resnet18/train", Status::Crash, "the worker died from SIGSEGV"),
+      make_case("model/vae/train", Status::Timeout, "no result within 60 s"),
+  };
+  return r;
+}
+
+int count_of(const std::string& text, const std::string& needle) {
+  int n = 0;
+  for (auto pos = text.find(needle); pos != std::string::npos; pos = text.find(needle, pos + needle.size())) ++n;
+  return n;
+}
+
+// Just enough XML to check structure: elements with attributes, nesting checked on a stack.
+struct XmlElement {
+  std::string name;
+  std::map<std::string, std::string> attributes;
+  int depth = 0;
+  std::string parent;
+};
+
+std::vector<XmlElement> parse_xml(const std::string& xml) {
+  std::vector<XmlElement> elements;
+  std::vector<std::string> open;
+  const std::regex tag(R"(<(/?)([A-Za-z_][\w.-]*)((?:\s+[\w:.-]+="[^"<]*")*)\s*(/?)>)");
+  const std::regex attribute(R"re(([\w:.-]+)="([^"]*)")re");
+  std::size_t pos = xml.find("?>");
+  EXPECT_EQ(xml.rfind("<?xml version=\"1.0\" encoding=\"UTF-8\"?>", 0), 0u) << "no XML declaration";
+  pos = pos == std::string::npos ? 0 : pos + 2;
+  for (std::sregex_iterator it(xml.begin() + pos, xml.end(), tag), end; it != end; ++it) {
+    const auto& m = *it;
+    // Text between tags must hold no markup: a raw '<' would have been matched or skipped.
+    const std::string before = m.prefix().str();
+    EXPECT_EQ(before.find('<'), std::string::npos) << "unparsed markup: " << before;
+    if (m[1] == "/") {
+      EXPECT_FALSE(open.empty()) << "closing tag with nothing open: " << m[2];
+      if (open.empty()) break;
+      EXPECT_EQ(open.back(), m[2].str()) << "misnested element";
+      open.pop_back();
+      continue;
+    }
+    XmlElement e;
+    e.name = m[2];
+    e.depth = static_cast<int>(open.size());
+    e.parent = open.empty() ? "" : open.back();
+    const std::string attrs = m[3];
+    for (std::sregex_iterator a(attrs.begin(), attrs.end(), attribute), aend; a != aend; ++a)
+      e.attributes[(*a)[1]] = (*a)[2];
+    elements.push_back(e);
+    if (m[4] != "/") open.push_back(e.name);
+  }
+  EXPECT_TRUE(open.empty()) << "unclosed element " << (open.empty() ? "" : open.back());
+  return elements;
+}
+
+int attr_int(const XmlElement& e, const std::string& name) {
+  const auto it = e.attributes.find(name);
+  EXPECT_NE(it, e.attributes.end()) << e.name << " has no " << name;
+  return it == e.attributes.end() ? -1 : std::stoi(it->second);
+}
+
+void expect_no_raw_hostile_bytes(const std::string& out) {
+  EXPECT_EQ(out.find('\x01'), std::string::npos) << "control character passed through";
+  EXPECT_EQ(out.find('\xff'), std::string::npos) << "invalid UTF-8 passed through";
+  EXPECT_EQ(out.find('\xfe'), std::string::npos) << "invalid UTF-8 passed through";
+  EXPECT_EQ(valid_utf8(out), out) << "output is not valid UTF-8";
+  EXPECT_EQ(out.find("<script>alert"), std::string::npos);
+  EXPECT_EQ(out.find("<b>&"), std::string::npos);
+  EXPECT_EQ(out.find("]]>"), std::string::npos);
+  EXPECT_NE(out.find(kReplacementChar), std::string::npos) << "invalid bytes were dropped, not replaced";
+}
+
+RunReport hostile_report() {
+  RunReport r = mixed_report();
+  r.environment["os"] = "<os> & \"quoted\" \xff";
+  r.run["target"] = "mps<x>";
+  r.cases.push_back(make_case(kHostileId, Status::Mismatch, kHostileMessage));
+  r.cases.push_back(make_case(kHostileId + "/skip", Status::Skip, kHostileMessage));
+  r.cases.push_back(timed(make_case(kHostileId + "/timed", Status::Pass, kHostileMessage), 2.0));
+  return r;
+}
+
+}  // namespace
+
+TEST(Escape, InvalidUtf8BecomesReplacementCharacters) {
+  EXPECT_EQ(valid_utf8("a\xff\xfe" "b"), "a" + kReplacementChar + kReplacementChar + "b");
+  EXPECT_EQ(valid_utf8("x\xE2\x82"), "x" + kReplacementChar);            // truncated 3-byte sequence
+  EXPECT_EQ(valid_utf8("\xC0\xAF").find('\xC0'), std::string::npos);      // overlong '/'
+  EXPECT_EQ(valid_utf8("\xED\xA0\x80").find('\xED'), std::string::npos);  // UTF-16 surrogate
+  const std::string good = "caf\xC3\xA9 \xE2\x82\xAC \xF0\x9F\x98\x80";  // é € 😀 stay as they are
+  EXPECT_EQ(valid_utf8(good), good);
+}
+
+TEST(Escape, XmlEscapesMarkupAndDropsControlCharacters) {
+  const std::string out = xml_escape("<a href=\"x\">&'</a>]]>\x01\x1f\x7f\xff\n");
+  EXPECT_EQ(out, "&lt;a href=&quot;x&quot;&gt;&amp;&apos;&lt;/a&gt;]]&gt;" + kReplacementChar + "&#10;");
+}
+
+TEST(Escape, HtmlEscapesTextAndAttributes) {
+  EXPECT_EQ(html_escape("<img src=x onerror='a'>&\x01\xfe"),
+            "&lt;img src=x onerror=&#39;a&#39;&gt;&amp;" + kReplacementChar);
+}
+
+TEST(Escape, MarkdownEscapesTableSyntax) {
+  EXPECT_EQ(markdown_escape("a|b `c` *d* _e_ [f](g) <h> &\nnext\x01"),
+            "a\\|b \\`c\\` \\*d\\* \\_e\\_ \\[f\\](g) &lt;h&gt; &amp; next");
+}
+
+TEST(Escape, ShortenCutsWholeCodePoints) {
+  EXPECT_EQ(shorten("abcdef", 10), "abcdef");
+  EXPECT_EQ(shorten("abcdef", 4), "abc\xE2\x80\xA6");
+  EXPECT_EQ(shorten("\xC3\xA9\xC3\xA9\xC3\xA9", 2), "\xC3\xA9\xE2\x80\xA6");  // never half an 'é'
+}
+
+TEST(Escape, FiguresSpellOutNonFiniteValues) {
+  EXPECT_EQ(format_figure(0.000123456), "0.000123");
+  EXPECT_EQ(format_figure(std::numeric_limits<double>::infinity()), "inf");
+  EXPECT_EQ(format_figure(std::nan("")), "nan");
+}
+
+TEST(JunitReport, ElementCountsEqualCaseStatuses) {
+  const RunReport report = mixed_report();
+  const auto elements = parse_xml(render_junit(report));
+  std::map<std::string, int> n;
+  for (const auto& e : elements) ++n[e.name];
+  int findings = 0, skips = 0;
+  for (const auto& c : report.cases) findings += is_finding(c.status), skips += c.status == Status::Skip;
+  EXPECT_EQ(n["testsuites"], 1);
+  EXPECT_EQ(n["testsuite"], 3);  // op/conv, op/softmax, model
+  EXPECT_EQ(n["testcase"], static_cast<int>(report.cases.size()));
+  EXPECT_EQ(n["failure"], findings);
+  EXPECT_EQ(findings, 6);  // unsupported counts: it blocks a migration
+  EXPECT_EQ(n["skipped"], skips);
+  EXPECT_EQ(n["error"], 0);
+}
+
+TEST(JunitReport, AttributesAddUpAcrossSuites) {
+  const auto elements = parse_xml(render_junit(mixed_report()));
+  ASSERT_FALSE(elements.empty());
+  const XmlElement& root = elements.front();
+  ASSERT_EQ(root.name, "testsuites");
+  EXPECT_EQ(root.attributes.at("name"), "mpscheck");
+  EXPECT_EQ(root.attributes.at("time"), "12.500");
+
+  int tests = 0, failures = 0, skipped = 0, errors = 0;
+  std::map<std::string, std::map<std::string, int>> seen;  // suite -> element name -> count
+  std::string suite;
+  for (const auto& e : elements) {
+    if (e.name == "testsuite") {
+      EXPECT_EQ(e.parent, "testsuites");
+      suite = e.attributes.at("name");
+      tests += attr_int(e, "tests");
+      failures += attr_int(e, "failures");
+      skipped += attr_int(e, "skipped");
+      errors += attr_int(e, "errors");
+    } else if (e.name == "testcase") {
+      EXPECT_EQ(e.parent, "testsuite");
+      EXPECT_EQ(e.attributes.at("classname"), suite);
+      EXPECT_EQ(e.attributes.at("time"), "0.250");
+      ++seen[suite]["testcase"];
+    } else if (e.name == "failure" || e.name == "skipped") {
+      EXPECT_EQ(e.parent, "testcase");
+      ++seen[suite][e.name];
+    }
+  }
+  EXPECT_EQ(tests, attr_int(root, "tests"));
+  EXPECT_EQ(failures, attr_int(root, "failures"));
+  EXPECT_EQ(skipped, attr_int(root, "skipped"));
+  EXPECT_EQ(errors, attr_int(root, "errors"));
+  EXPECT_EQ(tests, 9);
+  // Each suite's attributes match the elements inside it.
+  for (const auto& e : elements) {
+    if (e.name != "testsuite") continue;
+    const auto& inside = seen[e.attributes.at("name")];
+    EXPECT_EQ(attr_int(e, "tests"), inside.count("testcase") ? inside.at("testcase") : 0) << e.attributes.at("name");
+    EXPECT_EQ(attr_int(e, "failures"), inside.count("failure") ? inside.at("failure") : 0) << e.attributes.at("name");
+    EXPECT_EQ(attr_int(e, "skipped"), inside.count("skipped") ? inside.at("skipped") : 0) << e.attributes.at("name");
+  }
+}
+
+TEST(JunitReport, SuitesAreFamiliesAndModelsNamedByTheRestOfTheId) {
+  const auto elements = parse_xml(render_junit(mixed_report()));
+  std::vector<std::string> suites;
+  std::map<std::string, std::string> classname_of;
+  for (const auto& e : elements) {
+    if (e.name == "testsuite") suites.push_back(e.attributes.at("name"));
+    if (e.name == "testcase") classname_of[e.attributes.at("name")] = e.attributes.at("classname");
+  }
+  EXPECT_EQ(suites, (std::vector<std::string>{"model", "op/conv", "op/softmax"}));
+  EXPECT_EQ(classname_of.at("conv2d/f32/channels_last/forward"), "op/conv");
+  EXPECT_EQ(classname_of.at("resnet18/train"), "model");
+}
+
+TEST(JunitReport, FailureNamesTheStatusAndCarriesTheFigures) {
+  const std::string xml = render_junit(mixed_report());
+  EXPECT_NE(xml.find(R"(type="mismatch")"), std::string::npos);
+  EXPECT_NE(xml.find(R"(type="unsupported")"), std::string::npos);
+  EXPECT_NE(xml.find(R"(<skipped message="no gradient"/>)"), std::string::npos);
+  EXPECT_NE(xml.find("max abs error 0.5"), std::string::npos);
+  EXPECT_NE(xml.find("first mismatch at flat index 7"), std::string::npos);
+  EXPECT_NE(xml.find("target: mps"), std::string::npos);
+  EXPECT_EQ(xml.find("CDATA"), std::string::npos);
+}
+
+TEST(JunitReport, HostileTextIsEscapedAndStillWellFormed) {
+  const std::string xml = render_junit(hostile_report());
+  expect_no_raw_hostile_bytes(xml);
+  EXPECT_NE(xml.find("&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt; &amp; ]]&gt;"), std::string::npos);
+  EXPECT_NE(xml.find("&lt;b&gt;&amp;&quot;&apos;x]]&gt;"), std::string::npos);
+  const auto elements = parse_xml(xml);
+  int failures = 0;
+  for (const auto& e : elements) failures += e.name == "failure";
+  EXPECT_EQ(failures, 7);
+}
+
+TEST(JunitReport, EmptyRunIsValid) {
+  const auto elements = parse_xml(render_junit(RunReport{}));
+  ASSERT_EQ(elements.size(), 1u);
+  EXPECT_EQ(attr_int(elements[0], "tests"), 0);
+}
+
+TEST(MarkdownReport, FindingsComeBeforeTheSpeedTable) {
+  const std::string md = render_markdown(mixed_report());
+  EXPECT_EQ(md.rfind("# mpscheck report: target mps, torch 2.5.1", 0), 0u);
+  const auto findings = md.find("## Findings (6)"), speed = md.find("## Speed"), env = md.find("## Environment");
+  ASSERT_NE(findings, std::string::npos);
+  ASSERT_NE(speed, std::string::npos);
+  EXPECT_LT(findings, speed);
+  EXPECT_LT(speed, env);
+  // The worst status leads the findings; a passing case only shows up in the speed table.
+  EXPECT_LT(md.find("| model/resnet18/train | crash |"), md.find("| op/conv/conv2d/f16/contiguous/forward | unsupported |"));
+  EXPECT_GT(md.find("op/conv/conv2d/f32/contiguous/forward"), speed);
+  EXPECT_NE(md.find("| op/conv/conv2d/f32/channels\\_last/forward | mismatch | 0.5 |"), std::string::npos);
+  EXPECT_NE(md.find("| op/softmax/softmax/f16/contiguous/forward | nan | NaN/Inf |"), std::string::npos);
+  EXPECT_NE(md.find("| op/conv/conv2d/f32/contiguous/forward | 3.00x | faster |"), std::string::npos);
+  EXPECT_NE(md.find("| **total** | **9** |"), std::string::npos);
+}
+
+TEST(MarkdownReport, ManyTimedCasesShowTopAndBottom) {
+  RunReport r;
+  for (int i = 1; i <= 30; ++i)
+    r.cases.push_back(timed(make_case("op/add/add/f32/v" + std::to_string(i) + "/forward", Status::Pass), i / 10.0));
+  const std::string md = render_markdown(r);
+  EXPECT_NE(md.find("| … 10 more … |"), std::string::npos);
+  EXPECT_NE(md.find("/v30/"), std::string::npos);  // fastest
+  EXPECT_NE(md.find("/v1/"), std::string::npos);   // slowest
+  EXPECT_EQ(md.find("/v15/"), std::string::npos);  // middle, left out
+  EXPECT_NE(md.find("None: every case passed"), std::string::npos);
+}
+
+TEST(MarkdownReport, HostileTextIsEscaped) {
+  const std::string md = render_markdown(hostile_report());
+  expect_no_raw_hostile_bytes(md);
+  EXPECT_NE(md.find("&lt;script&gt;alert(\"x\")&lt;/script&gt; &amp; \\]\\]&gt;"), std::string::npos);
+  EXPECT_NE(md.find("\\| \\`code\\` \\*b\\* \\_i\\_ \\[l\\](u) line2"), std::string::npos);
+  EXPECT_NE(md.find("target mps&lt;x&gt;"), std::string::npos);
+  // A table row stays one line with the column count of its header.
+  const auto row = md.find("| op/evil/");
+  ASSERT_NE(row, std::string::npos);
+  const std::string line = md.substr(row, md.find('\n', row) - row);
+  int bars = 0;
+  for (std::size_t i = 0; i < line.size(); ++i) bars += line[i] == '|' && (i == 0 || line[i - 1] != '\\');
+  EXPECT_EQ(bars, 5) << line;
+}
+
+TEST(HtmlReport, FindingsTableComesBeforeAnyPassingCase) {
+  const std::string html = render_html(mixed_report());
+  EXPECT_EQ(html.rfind("<!DOCTYPE html>", 0), 0u);
+  const auto findings = html.find("<section id=\"findings\">");
+  ASSERT_NE(findings, std::string::npos);
+  const auto first_failing = html.find("model/resnet18/train");  // crash: the worst status leads
+  const auto first_passing = html.find("op/conv/conv2d/f32/contiguous/forward");
+  EXPECT_GT(first_failing, findings);
+  EXPECT_LT(first_failing, first_passing);
+  EXPECT_LT(html.find("op/conv/conv2d/f16/contiguous/forward"), first_passing);  // unsupported is a finding too
+  EXPECT_NE(html.find("class=\"sortable findings\""), std::string::npos);
+  EXPECT_NE(html.find("addEventListener('click'"), std::string::npos);
+}
+
+TEST(HtmlReport, HasChartsAndCoverageMatrix) {
+  const std::string html = render_html(mixed_report());
+  EXPECT_NE(html.find("<svg xmlns=\"http://www.w3.org/2000/svg\""), std::string::npos);
+  EXPECT_NE(html.find("aria-label=\"speedup per case, log scale\""), std::string::npos);
+  EXPECT_NE(html.find("aria-label=\"max abs error per case, log scale\""), std::string::npos);
+  EXPECT_NE(html.find("<rect class=\"faster\""), std::string::npos);
+  EXPECT_NE(html.find("<rect class=\"slower\""), std::string::npos);
+  EXPECT_NE(html.find("<line class=\"one\""), std::string::npos);  // the 1x line
+  const auto coverage = html.find("<section id=\"coverage\">");
+  ASSERT_NE(coverage, std::string::npos);
+  EXPECT_NE(html.find("<th class=\"op\">conv/conv2d</th>", coverage), std::string::npos);
+  // conv2d f32 has a pass and a mismatch: the cell shows the worst; f16 is unsupported.
+  EXPECT_NE(html.find("class=\"cell s-mismatch\" title=\"conv/conv2d f32: worst mismatch; 2 cases: 1 mismatch 1 pass", coverage),
+            std::string::npos);
+  EXPECT_NE(html.find("class=\"cell s-unsupported\" title=\"conv/conv2d f16: worst unsupported", coverage), std::string::npos);
+  EXPECT_NE(html.find("class=\"cell s-nan\" title=\"softmax/softmax f16", coverage), std::string::npos);
+  // Models are not operators.
+  EXPECT_EQ(html.find("<th class=\"op\">resnet18", coverage), std::string::npos);
+}
+
+TEST(HtmlReport, SelfContained) {
+  const std::string html = render_html(mixed_report());
+  EXPECT_EQ(html.find("<link"), std::string::npos);
+  EXPECT_EQ(html.find(" src="), std::string::npos);
+  EXPECT_EQ(html.find("url("), std::string::npos);
+  EXPECT_EQ(html.find("@import"), std::string::npos);
+  EXPECT_EQ(count_of(html, "<script>"), 1);
+}
+
+TEST(HtmlReport, HostileTextIsEscapedInTextAndAttributes) {
+  const std::string html = render_html(hostile_report());
+  expect_no_raw_hostile_bytes(html);
+  EXPECT_EQ(count_of(html, "<script>"), 1);  // our own script only
+  EXPECT_NE(html.find("&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt; &amp; ]]&gt;"), std::string::npos);
+  EXPECT_NE(html.find("op/evil/&lt;b&gt;&amp;&quot;&#39;x]]&gt;"), std::string::npos);
+  EXPECT_NE(html.find("title=\"evil/&lt;b&gt;&amp;&quot;&#39;x]]&gt;"), std::string::npos);  // coverage tooltip
+  EXPECT_NE(html.find("&lt;os&gt; &amp; &quot;quoted&quot;"), std::string::npos);
+}
+
+TEST(WriteTextReport, WritesAtomicallyAndLeavesNoTemporaryFile) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("mpscheck-reports-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  const std::string path = (dir / "sub" / "report.md").string();
+  write_text_report(path, "first");
+  write_text_report(path, "second\n");
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  EXPECT_EQ(text.str(), "second\n");
+  int files = 0;
+  for (const auto& entry : fs::directory_iterator(dir / "sub")) ++files, (void)entry;
+  EXPECT_EQ(files, 1);
+  fs::remove_all(dir);
+}
+
+TEST(WriteTextReport, FailureNamesThePath) {
+  namespace fs = std::filesystem;
+  const fs::path blocker = fs::temp_directory_path() / ("mpscheck-blocker-" + std::to_string(::getpid()));
+  std::ofstream(blocker) << "a file, not a folder";
+  const std::string path = (blocker / "report.html").string();
+  try {
+    write_text_report(path, "x");
+    ADD_FAILURE() << "no ReportError";
+  } catch (const ReportError& e) {
+    EXPECT_NE(std::string(e.what()).find(path), std::string::npos) << e.what();
+    EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos);
+  }
+  fs::remove(blocker);
+}
