@@ -39,7 +39,7 @@ struct LstmVariant {
 
 // A news-topic classifier: 20k vocabulary, 4 classes, 128-token texts.
 const LstmVariant kLstmVariants[] = {
-    {"lstm_text", {20000, 128, 256, 2, 4, 0.2}, {200, 16, 32, 2, 4, 0.2}, 128, 8, 32},
+    {"lstm_text", {20000, 128, 256, 2, 4, 0.2}, {200, 16, 32, 2, 4, 0.2}, 128, 8, 16},
 };
 
 mpscheck::model::ModelDef<mpscheck::attention::LstmClassifier> lstm_def(const LstmVariant& v, bool train) {

@@ -176,7 +176,7 @@ struct UNetVariant {
 // unet_ddpm: DDPM's CIFAR-10 layout at width 64 (the paper's is 128) to keep a CPU case near a
 // minute; attention at the lowest resolution only.
 const UNetVariant kUNetVariants[] = {
-    {"unet_ddpm", {32, 3, 64, {1, 2, 2, 2}, 2, 32, 1, 0.1}, {16, 3, 16, {1, 2}, 1, 4, 2, 0.1}, 1, 4},
+    {"unet_ddpm", {32, 3, 64, {1, 2, 2, 2}, 2, 32, 1, 0.1}, {16, 3, 16, {1, 2}, 1, 4, 2, 0.1}, 1, 2},
 };
 
 constexpr int64_t kDiffusionSteps = 1000;
