@@ -12,6 +12,7 @@ namespace {
 
 constexpr std::size_t kSpeedRowsEachEnd = 10;  // top and bottom N when there are many timed cases
 constexpr std::size_t kMessageLength = 140;     // code points of a message in the findings table
+constexpr std::size_t kFindingRowsMax = 50;     // keeps a paste under GitHub's comment size limit
 
 std::string run_text(const RunReport& report, const char* key, const char* fallback) {
   if (report.run.contains(key)) return json_value_text(report.run.at(key));
@@ -47,10 +48,14 @@ std::string render_markdown(const RunReport& report) {
     md += "None: every case passed or was skipped.\n\n";
   } else {
     md += "| Case | Status | Max abs error | Message |\n|---|---|---:|---|\n";
-    for (const auto* c : findings) {
+    for (std::size_t i = 0; i < findings.size() && i < kFindingRowsMax; ++i) {
+      const CaseResult* c = findings[i];
       md += fmt::format("| {} | {} | {} | {} |\n", markdown_escape(c->id), to_string(c->status),
                         error_text(max_abs_error(*c)), markdown_escape(shorten(c->message, kMessageLength)));
     }
+    if (findings.size() > kFindingRowsMax)
+      md += fmt::format("| … {} more findings (least severe; every one is in the JSON and HTML reports) | | | |\n",
+                        findings.size() - kFindingRowsMax);
     md += "\n";
   }
 

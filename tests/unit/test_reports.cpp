@@ -320,6 +320,18 @@ TEST(MarkdownReport, ManyTimedCasesShowTopAndBottom) {
   EXPECT_NE(md.find("None: every case passed"), std::string::npos);
 }
 
+TEST(MarkdownReport, LongFindingListsAreCappedWorstFirst) {
+  RunReport r;
+  for (int i = 0; i < 70; ++i)
+    r.cases.push_back(make_case("op/add/add/f16/v" + std::to_string(i) + "/forward", Status::Unsupported, "no Half"));
+  r.cases.push_back(make_case("op/add/add/f32/crashing/forward", Status::Crash, "SIGSEGV"));
+  const std::string md = render_markdown(r);
+  EXPECT_NE(md.find("## Findings (71)"), std::string::npos);
+  EXPECT_EQ(count_of(md, "| unsupported | - |"), 49);  // rows of the findings table
+  EXPECT_NE(md.find("| op/add/add/f32/crashing/forward | crash |"), std::string::npos);
+  EXPECT_NE(md.find("| … 21 more findings"), std::string::npos);
+}
+
 TEST(MarkdownReport, HostileTextIsEscaped) {
   const std::string md = render_markdown(hostile_report());
   expect_no_raw_hostile_bytes(md);
