@@ -1,0 +1,134 @@
+#include "dcgan.h"
+
+#include "common.h"
+
+namespace mpscheck::vision {
+
+namespace nn = torch::nn;
+
+namespace {
+
+nn::ConvTranspose2d up(int64_t in, int64_t out, int64_t stride, int64_t padding) {
+  return nn::ConvTranspose2d(nn::ConvTranspose2dOptions(in, out, 4).stride(stride).padding(padding).bias(false));
+}
+nn::Conv2d down(int64_t in, int64_t out, int64_t stride, int64_t padding) {
+  return nn::Conv2d(nn::Conv2dOptions(in, out, 4).stride(stride).padding(padding).bias(false));
+}
+nn::LeakyReLU leaky() { return nn::LeakyReLU(nn::LeakyReLUOptions().negative_slope(0.2)); }
+
+// The example's weights_init: conv weights N(0, 0.02), BatchNorm weights N(1, 0.02), biases 0.
+void dcgan_init(nn::Module& net) {
+  torch::NoGradGuard no_grad;
+  for (auto& m : net.modules(/*include_self=*/false)) {
+    if (auto* c = m->as<nn::Conv2d>()) nn::init::normal_(c->weight, 0.0, 0.02);
+    if (auto* c = m->as<nn::ConvTranspose2d>()) nn::init::normal_(c->weight, 0.0, 0.02);
+    if (auto* bn = m->as<nn::BatchNorm2d>()) {
+      nn::init::normal_(bn->weight, 1.0, 0.02);
+      nn::init::zeros_(bn->bias);
+    }
+  }
+}
+
+// Parameters that record no gradient while it lives: G's loss must flow through D without training D.
+class FrozenParameters {
+ public:
+  explicit FrozenParameters(nn::Module& m) : params_(m.parameters()) {
+    for (auto& p : params_) p.requires_grad_(false);
+  }
+  ~FrozenParameters() {
+    for (auto& p : params_) p.requires_grad_(true);
+  }
+  FrozenParameters(const FrozenParameters&) = delete;
+  FrozenParameters& operator=(const FrozenParameters&) = delete;
+
+ private:
+  std::vector<torch::Tensor> params_;
+};
+
+}  // namespace
+
+DcganGeneratorImpl::DcganGeneratorImpl(int64_t nz, int64_t ngf, int64_t nc)
+    : main(register_module("main", nn::Sequential(up(nz, ngf * 8, 1, 0), nn::BatchNorm2d(ngf * 8), nn::ReLU(),       // 4x4
+                                                  up(ngf * 8, ngf * 4, 2, 1), nn::BatchNorm2d(ngf * 4), nn::ReLU(),  // 8x8
+                                                  up(ngf * 4, ngf * 2, 2, 1), nn::BatchNorm2d(ngf * 2), nn::ReLU(),  // 16x16
+                                                  up(ngf * 2, ngf, 2, 1), nn::BatchNorm2d(ngf), nn::ReLU(),          // 32x32
+                                                  up(ngf, nc, 2, 1), nn::Tanh()))) {                                 // 64x64
+  dcgan_init(*this);
+}
+
+torch::Tensor DcganGeneratorImpl::forward(torch::Tensor z) { return forward_tapped("netG.main", main, z); }
+
+DcganDiscriminatorImpl::DcganDiscriminatorImpl(int64_t ndf, int64_t nc)
+    : main(register_module("main", nn::Sequential(down(nc, ndf, 2, 1), leaky(),                                  // 32x32
+                                                  down(ndf, ndf * 2, 2, 1), nn::BatchNorm2d(ndf * 2), leaky(),   // 16x16
+                                                  down(ndf * 2, ndf * 4, 2, 1), nn::BatchNorm2d(ndf * 4), leaky(),  // 8x8
+                                                  down(ndf * 4, ndf * 8, 2, 1), nn::BatchNorm2d(ndf * 8), leaky(),  // 4x4
+                                                  down(ndf * 8, 1, 1, 0), nn::Sigmoid()))) {
+  dcgan_init(*this);
+}
+
+torch::Tensor DcganDiscriminatorImpl::forward(torch::Tensor x) {
+  return forward_tapped("netD.main", main, x).view(-1);
+}
+
+torch::optim::AdamOptions dcgan_adam_options() {
+  return torch::optim::AdamOptions(2e-4).betas({0.5, 0.999});
+}
+
+DcganImpl::DcganImpl()
+    : netG(register_module("netG", DcganGenerator())), netD(register_module("netD", DcganDiscriminator())) {}
+
+torch::Tensor DcganImpl::forward(torch::Tensor real, torch::Tensor z) {
+  const bool train_d = is_training() && torch::GradMode::is_enabled();
+  torch::Tensor fake = netG->forward(z);
+  torch::Tensor ones = torch::ones({real.size(0)}, real.options());
+  torch::Tensor zeros = torch::zeros({real.size(0)}, real.options());
+
+  // (1) D: maximise log(D(x)) + log(1 - D(G(z))), on a detached fake.
+  if (train_d && !optimizerD) optimizerD = std::make_unique<torch::optim::Adam>(netD->parameters(), dcgan_adam_options());
+  if (train_d) optimizerD->zero_grad();
+  torch::Tensor errD = torch::binary_cross_entropy(netD->forward(real), ones) +
+                       torch::binary_cross_entropy(netD->forward(fake.detach()), zeros);
+  if (train_d) {
+    errD.backward();
+    optimizerD->step();
+    // No gradient left on D: the case's optimizer steps every parameter that has one.
+    for (auto& p : netD->parameters()) p.mutable_grad() = torch::Tensor();
+  }
+
+  // (2) G: maximise log(D(G(z))) through the updated D, whose weights must not learn from it.
+  torch::Tensor scores;
+  {
+    FrozenParameters frozen(*netD);
+    scores = netD->forward(fake);
+  }
+  return torch::cat({scores, errD.detach().reshape({1})});
+}
+
+}  // namespace mpscheck::vision
+
+MPSCHECK_CATALOG(dcgan_models) {
+  using namespace mpscheck;
+  model::ModelDef<vision::Dcgan> def;
+  def.name = "dcgan";
+  def.tags = {"seed", "gan", "vision", "batchnorm", "conv_transpose"};
+  def.build = [](bool) { return vision::Dcgan(); };
+  // Real images scaled to [-1, 1] like the example's Normalize, and the noise z; the example's batch is 64.
+  def.batch = [](bool quick, at::Generator& gen) {
+    const int64_t n = quick ? 4 : 64;
+    return model::Batch{{at::rand({n, 3, 64, 64}, gen, at::kFloat) * 2 - 1, at::randn({n, 100, 1, 1}, gen, at::kFloat)}, {}};
+  };
+  def.forward = [](vision::Dcgan& net, const model::Batch& b) { return net->forward(b.inputs[0], b.inputs[1]); };
+  // The compared loss is errG + errD; only errG carries a gradient (D has already stepped).
+  def.loss = [](const at::Tensor& out, const model::Batch&) {
+    const int64_t n = out.size(0) - 1;
+    torch::Tensor scores = out.narrow(0, 0, n);
+    return torch::binary_cross_entropy(scores, torch::ones_like(scores)) + out[n];
+  };
+  def.optimizer = [](std::vector<at::Tensor> p) {
+    return std::make_unique<torch::optim::Adam>(std::move(p), vision::dcgan_adam_options());
+  };
+  def.steps = 3;
+  def.quick_steps = 2;
+  model::add_model(catalog, def);
+}

@@ -1,0 +1,139 @@
+#include "resnet.h"
+
+#include "common.h"
+
+#include <string>
+
+namespace mpscheck::vision {
+
+namespace nn = torch::nn;
+
+namespace {
+
+nn::Conv2d conv(int64_t in, int64_t out, int64_t k, int64_t stride = 1) {
+  return nn::Conv2d(nn::Conv2dOptions(in, out, k).stride(stride).padding(k / 2).bias(false));
+}
+
+// Blocks know their path ("layer2.1") so that their inner layers tap under torchvision's names.
+struct BasicBlockImpl : nn::Module {
+  static constexpr int64_t kExpansion = 1;
+
+  BasicBlockImpl(std::string path, int64_t in, int64_t planes, int64_t stride)
+      : path(std::move(path)),
+        conv1(register_module("conv1", conv(in, planes, 3, stride))),
+        bn1(register_module("bn1", nn::BatchNorm2d(planes))),
+        conv2(register_module("conv2", conv(planes, planes, 3))),
+        bn2(register_module("bn2", nn::BatchNorm2d(planes))) {
+    if (stride != 1 || in != planes) downsample = register_module("downsample", nn::Sequential(conv(in, planes, 1, stride), nn::BatchNorm2d(planes)));
+  }
+
+  torch::Tensor forward(torch::Tensor x) {
+    auto tap = [this](const char* name, torch::Tensor t) { return model::tap(path + "." + name, t); };
+    torch::Tensor out = torch::relu(tap("bn1", bn1->forward(tap("conv1", conv1->forward(x)))));
+    out = tap("bn2", bn2->forward(tap("conv2", conv2->forward(out))));
+    torch::Tensor identity = downsample ? tap("downsample", downsample->forward(x)) : x;
+    return model::tap(path, torch::relu(out + identity));
+  }
+
+  std::string path;
+  nn::Conv2d conv1;
+  nn::BatchNorm2d bn1;
+  nn::Conv2d conv2;
+  nn::BatchNorm2d bn2;
+  nn::Sequential downsample{nullptr};
+};
+TORCH_MODULE(BasicBlock);
+
+struct BottleneckImpl : nn::Module {
+  static constexpr int64_t kExpansion = 4;
+
+  BottleneckImpl(std::string path, int64_t in, int64_t planes, int64_t stride)
+      : path(std::move(path)),
+        conv1(register_module("conv1", conv(in, planes, 1))),
+        bn1(register_module("bn1", nn::BatchNorm2d(planes))),
+        conv2(register_module("conv2", conv(planes, planes, 3, stride))),
+        bn2(register_module("bn2", nn::BatchNorm2d(planes))),
+        conv3(register_module("conv3", conv(planes, planes * kExpansion, 1))),
+        bn3(register_module("bn3", nn::BatchNorm2d(planes * kExpansion))) {
+    if (stride != 1 || in != planes * kExpansion)
+      downsample = register_module("downsample", nn::Sequential(conv(in, planes * kExpansion, 1, stride),
+                                                                nn::BatchNorm2d(planes * kExpansion)));
+  }
+
+  torch::Tensor forward(torch::Tensor x) {
+    auto tap = [this](const char* name, torch::Tensor t) { return model::tap(path + "." + name, t); };
+    torch::Tensor out = torch::relu(tap("bn1", bn1->forward(tap("conv1", conv1->forward(x)))));
+    out = torch::relu(tap("bn2", bn2->forward(tap("conv2", conv2->forward(out)))));
+    out = tap("bn3", bn3->forward(tap("conv3", conv3->forward(out))));
+    torch::Tensor identity = downsample ? tap("downsample", downsample->forward(x)) : x;
+    return model::tap(path, torch::relu(out + identity));
+  }
+
+  std::string path;
+  nn::Conv2d conv1;
+  nn::BatchNorm2d bn1;
+  nn::Conv2d conv2;
+  nn::BatchNorm2d bn2;
+  nn::Conv2d conv3;
+  nn::BatchNorm2d bn3;
+  nn::Sequential downsample{nullptr};
+};
+TORCH_MODULE(Bottleneck);
+
+// One stage: `blocks` blocks, the first one changing stride and width.
+nn::Sequential make_layer(const std::string& name, bool bottleneck, int64_t& in, int64_t planes, int64_t blocks,
+                          int64_t stride) {
+  nn::Sequential layer;
+  for (int64_t i = 0; i < blocks; ++i) {
+    const std::string path = name + "." + std::to_string(i);
+    const int64_t s = i == 0 ? stride : 1;
+    if (bottleneck) {
+      layer->push_back(Bottleneck(path, in, planes, s));
+      in = planes * BottleneckImpl::kExpansion;
+    } else {
+      layer->push_back(BasicBlock(path, in, planes, s));
+      in = planes * BasicBlockImpl::kExpansion;
+    }
+  }
+  return layer;
+}
+
+}  // namespace
+
+ResNetImpl::ResNetImpl(const ResNetConfig& config, int64_t num_classes)
+    : conv1(register_module("conv1", nn::Conv2d(nn::Conv2dOptions(3, 64, 7).stride(2).padding(3).bias(false)))),
+      bn1(register_module("bn1", nn::BatchNorm2d(64))),
+      layer1(nullptr), layer2(nullptr), layer3(nullptr), layer4(nullptr), fc(nullptr) {
+  int64_t in = 64;
+  const bool b = config.bottleneck;
+  layer1 = register_module("layer1", make_layer("layer1", b, in, 64, config.blocks[0], 1));
+  layer2 = register_module("layer2", make_layer("layer2", b, in, 128, config.blocks[1], 2));
+  layer3 = register_module("layer3", make_layer("layer3", b, in, 256, config.blocks[2], 2));
+  layer4 = register_module("layer4", make_layer("layer4", b, in, 512, config.blocks[3], 2));
+  fc = register_module("fc", nn::Linear(in, num_classes));
+  init_conv_net(*this);
+}
+
+torch::Tensor ResNetImpl::forward(torch::Tensor x) {
+  using model::tap;
+  x = torch::relu(tap("bn1", bn1->forward(tap("conv1", conv1->forward(x)))));
+  x = tap("maxpool", torch::max_pool2d(x, 3, 2, 1));
+  x = layer4->forward(layer3->forward(layer2->forward(layer1->forward(x))));
+  x = tap("avgpool", torch::adaptive_avg_pool2d(x, {1, 1})).flatten(1);
+  return tap("fc", fc->forward(x));
+}
+
+ResNet resnet18() { return ResNet(ResNetConfig{false, {2, 2, 2, 2}}); }
+ResNet resnet34() { return ResNet(ResNetConfig{false, {3, 4, 6, 3}}); }
+ResNet resnet50() { return ResNet(ResNetConfig{true, {3, 4, 6, 3}}); }
+ResNet resnet101() { return ResNet(ResNetConfig{true, {3, 4, 23, 3}}); }
+
+}  // namespace mpscheck::vision
+
+MPSCHECK_CATALOG(resnet_models) {
+  using namespace mpscheck;
+  // Quick: 64x64 images leave layer4 at 2x2, so training BatchNorm still sees 8 values per channel.
+  const std::vector<std::string> tags = {"seed", "cnn", "imagenet", "vision", "batchnorm"};
+  vision::add_imagenet_model<vision::ResNet>(catalog, "resnet18", tags, [](bool) { return vision::resnet18(); }, 64);
+  vision::add_imagenet_model<vision::ResNet>(catalog, "resnet50", tags, [](bool) { return vision::resnet50(); }, 64);
+}

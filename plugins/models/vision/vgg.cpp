@@ -1,0 +1,73 @@
+#include "vgg.h"
+
+#include "common.h"
+
+namespace mpscheck::vision {
+
+namespace nn = torch::nn;
+
+namespace {
+
+constexpr int64_t M = 0;  // a max pool in the config table
+
+// torchvision's cfgs "A", "B", "D", "E".
+const std::vector<int64_t> kCfgA = {64, M, 128, M, 256, 256, M, 512, 512, M, 512, 512, M};
+const std::vector<int64_t> kCfgB = {64, 64, M, 128, 128, M, 256, 256, M, 512, 512, M, 512, 512, M};
+const std::vector<int64_t> kCfgD = {64, 64, M, 128, 128, M, 256, 256, 256, M, 512, 512, 512, M, 512, 512, 512, M};
+const std::vector<int64_t> kCfgE = {64,  64,  M,   128, 128, M,   256, 256, 256, 256, M,
+                                    512, 512, 512, 512, M,   512, 512, 512, 512, M};
+
+nn::Sequential make_features(const std::vector<int64_t>& cfg, bool batch_norm) {
+  nn::Sequential seq;
+  int64_t channels = 3;
+  for (int64_t v : cfg) {
+    if (v == M) {
+      seq->push_back(nn::MaxPool2d(nn::MaxPool2dOptions(2).stride(2)));
+      continue;
+    }
+    seq->push_back(nn::Conv2d(nn::Conv2dOptions(channels, v, 3).padding(1)));
+    if (batch_norm) seq->push_back(nn::BatchNorm2d(v));
+    seq->push_back(nn::ReLU());
+    channels = v;
+  }
+  return seq;
+}
+
+}  // namespace
+
+VggImpl::VggImpl(const std::vector<int64_t>& cfg, bool batch_norm, int64_t num_classes)
+    : features(register_module("features", make_features(cfg, batch_norm))),
+      classifier(register_module("classifier",
+                                 nn::Sequential(nn::Linear(512 * 7 * 7, 4096), nn::ReLU(), nn::Dropout(0.5),
+                                                nn::Linear(4096, 4096), nn::ReLU(), nn::Dropout(0.5),
+                                                nn::Linear(4096, num_classes)))) {
+  TORCH_CHECK(!cfg.empty() && cfg.back() == M, "a VGG config ends with a pool");
+  init_conv_net(*this);
+  torch::NoGradGuard no_grad;
+  for (auto& m : classifier->modules(/*include_self=*/false))
+    if (auto* fc = m->as<nn::Linear>()) {
+      nn::init::normal_(fc->weight, 0, 0.01);
+      nn::init::zeros_(fc->bias);
+    }
+}
+
+torch::Tensor VggImpl::forward(torch::Tensor x) {
+  x = forward_tapped("features", features, x);
+  // The adaptive pool keeps the 25088-input classifier at any image size (quick: 1x1 -> 7x7).
+  x = model::tap("avgpool", torch::adaptive_avg_pool2d(x, {7, 7})).flatten(1);
+  return forward_tapped("classifier", classifier, x);
+}
+
+Vgg vgg11() { return Vgg(kCfgA, false); }
+Vgg vgg13() { return Vgg(kCfgB, false); }
+Vgg vgg16() { return Vgg(kCfgD, false); }
+Vgg vgg19() { return Vgg(kCfgE, false); }
+
+}  // namespace mpscheck::vision
+
+MPSCHECK_CATALOG(vgg_models) {
+  using namespace mpscheck;
+  // Quick: 32x32 images; the five pools bring them to 1x1. Default training is 8 x 224^2 through 138M weights.
+  vision::add_imagenet_model<vision::Vgg>(catalog, "vgg16", {"seed", "cnn", "imagenet", "vision"},
+                                          [](bool) { return vision::vgg16(); }, 32, 2);
+}
