@@ -1,0 +1,201 @@
+// Attention family: scaled dot-product attention and multi-head attention composed from ATen
+// (matmul, softmax, masked_fill), with the masks that go wrong on accelerators: boolean padding,
+// additive float, causal, and fully masked rows.
+#include <mpscheck/op.hpp>
+#include <torch/version.h>
+
+#include <cmath>
+#include <limits>
+
+using namespace mpscheck::op;
+
+namespace {
+
+// q [B, H, Lq, D], k/v [B, H, Lk, D]; a 16-wide key axis makes a random fully masked row rare.
+constexpr int64_t kB = 2, kH = 4, kLq = 8, kLk = 16, kD = 8;
+// Multi-head attention: batch-first x [B, L, E], E = H * D.
+constexpr int64_t kL = 16, kE = kH * kD;
+
+const double kInf = std::numeric_limits<double>::infinity();
+
+const std::string kScale = python_number(std::sqrt(static_cast<double>(kD)));
+
+OpDef make(std::string op, std::vector<Arg> args, std::function<at::Tensor(const Tensors&)> fn,
+           std::string python) {
+  OpDef d;
+  d.family = "attention";
+  d.op = std::move(op);
+  d.args = std::move(args);
+  d.fn = [fn = std::move(fn)](const Tensors& a) { return Tensors{fn(a)}; };
+  d.python = std::move(python);
+  return d;
+}
+
+// Lowest finite value of the dtype the scores have on this placement (Python: torch.finfo(dtype).min).
+double lowest(c10::ScalarType t) {
+  switch (t) {
+    case c10::kDouble: return std::numeric_limits<double>::lowest();
+    case c10::kHalf: return -65504.0;
+    case c10::kBFloat16: return -3.3895313892515355e38;
+    default: return static_cast<double>(std::numeric_limits<float>::lowest());
+  }
+}
+
+at::Tensor scores(const at::Tensor& q, const at::Tensor& k) {
+  return at::matmul(q, k.transpose(-2, -1)) / std::sqrt(static_cast<double>(q.size(-1)));
+}
+
+at::Tensor attend(const at::Tensor& s, const at::Tensor& v) { return at::matmul(at::softmax(s, -1), v); }
+
+// The Python side of scores()/attend(), over the names q, k, v.
+std::string py_scores(const std::string& q = "q", const std::string& k = "k") {
+  return "(torch.matmul(" + q + ", " + k + ".transpose(-2, -1)) / " + kScale + ")";
+}
+std::string py_attend(const std::string& s, const std::string& v = "v") {
+  return "torch.matmul(torch.softmax(" + s + ", -1), " + v + ")";
+}
+
+std::vector<Arg> qkv(int64_t lq = kLq, int64_t lk = kLk) {
+  return {Arg::randn("q", {kB, kH, lq, kD}), Arg::randn("k", {kB, kH, lk, kD}), Arg::randn("v", {kB, kH, lk, kD})};
+}
+
+const std::vector<Variant> kQkvVariants = {Variant::contiguous(), Variant::transposed("k"), Variant::sliced("q"),
+                                           Variant::expanded("v")};
+
+// A [B, Lq, Lk] mask whose query row 0 is masked over every key, the rest random.
+at::Tensor row0_masked(const at::Tensor& m) {
+  return at::cat({at::ones_like(m.slice(1, 0, 1)), m.slice(1, 1)}, 1);
+}
+const std::string kPyRow0Masked = "torch.cat([torch.ones_like(mask[:, :1]), mask[:, 1:]], 1)";
+
+// Multi-head attention, batch first: packed in-projection, heads split, attention, out-projection.
+std::vector<Arg> mha_args(bool key_padding) {
+  const double bound = 1.0 / std::sqrt(static_cast<double>(kE));  // nn.MultiheadAttention's init range
+  std::vector<Arg> a = {Arg::randn("x", {kB, kL, kE}), Arg::uniform("w_in", {3 * kE, kE}, -bound, bound),
+                        Arg::uniform("b_in", {3 * kE}, -bound, bound), Arg::uniform("w_out", {kE, kE}, -bound, bound),
+                        Arg::uniform("b_out", {kE}, -bound, bound)};
+  if (key_padding) a.push_back(Arg::mask("kpm", {kB, kL}));
+  return a;
+}
+
+at::Tensor mha(const Tensors& a, bool key_padding) {
+  auto packed = at::linear(a[0], a[1], a[2]).chunk(3, -1);
+  auto split = [](const at::Tensor& t) { return t.reshape({kB, kL, kH, kD}).transpose(1, 2); };
+  at::Tensor s = scores(split(packed[0]), split(packed[1]));
+  if (key_padding) s = s.masked_fill(a[5].unsqueeze(1).unsqueeze(2), -kInf);
+  at::Tensor o = attend(s, split(packed[2])).transpose(1, 2).reshape({kB, kL, kE});
+  return at::linear(o, a[3], a[4]);
+}
+
+std::string py_mha(bool key_padding) {
+  const std::string s = key_padding ? py_scores() + ".masked_fill(kpm[:, None, None, :], float('-inf'))" : py_scores();
+  const std::string dims = std::to_string(kB) + ", " + std::to_string(kL);
+  return "torch.nn.functional.linear((lambda q, k, v: " + py_attend(s) + ")(*[t.reshape(" + dims + ", " +
+         std::to_string(kH) + ", " + std::to_string(kD) +
+         ").transpose(1, 2) for t in torch.nn.functional.linear(x, w_in, b_in).chunk(3, -1)])"
+         ".transpose(1, 2).reshape(" + dims + ", " + std::to_string(kE) + "), w_out, b_out)";
+}
+
+}  // namespace
+
+MPSCHECK_CATALOG(attention_cases) {
+  add_op(catalog, make("sdpa", qkv(), [](const Tensors& a) { return attend(scores(a[0], a[1]), a[2]); },
+                       py_attend(py_scores())),
+         {c10::kFloat}, kQkvVariants);
+
+  // Boolean key padding mask [B, Lk], True = masked: -inf before the softmax.
+  {
+    auto args = qkv();
+    args.push_back(Arg::mask("mask", {kB, kLk}));
+    add_op(catalog,
+           make("sdpa_padding_mask", args,
+                [](const Tensors& a) {
+                  return attend(scores(a[0], a[1]).masked_fill(a[3].unsqueeze(1).unsqueeze(2), -kInf), a[2]);
+                },
+                py_attend(py_scores() + ".masked_fill(mask[:, None, None, :], float('-inf'))")),
+           {c10::kFloat},
+           {Variant::contiguous(), Variant::transposed("k"), Variant::sliced("q"), Variant::expanded("mask")});
+  }
+
+  // Additive float mask [Lq, Lk] broadcast over batch and heads.
+  {
+    auto args = qkv();
+    args.push_back(Arg::randn("bias", {kLq, kLk}));
+    add_op(catalog,
+           make("sdpa_additive_mask", args,
+                [](const Tensors& a) { return attend(scores(a[0], a[1]) + a[3], a[2]); },
+                py_attend(py_scores() + " + bias")),
+           {c10::kFloat}, {Variant::contiguous(), Variant::transposed("k"),
+            Variant::of("transposed_bias", Layout::Transposed, "bias")});
+  }
+
+  // Causal self-attention: keys after the query position masked (triu above the diagonal).
+  add_op(catalog,
+         make("sdpa_causal", qkv(kLk, kLk),
+              [](const Tensors& a) {
+                at::Tensor s = scores(a[0], a[1]);
+                at::Tensor causal = at::ones({kLk, kLk}, s.options().dtype(at::kBool)).triu(1);
+                return attend(s.masked_fill(causal, -kInf), a[2]);
+              },
+              py_attend(py_scores() + ".masked_fill(torch.ones(" + std::to_string(kLk) + ", " +
+                        std::to_string(kLk) + ", dtype=torch.bool, device=q.device).triu(1), float('-inf'))")),
+         {c10::kFloat}, kQkvVariants);
+
+  // Fully masked query row with -inf: softmax over all -inf is NaN on CPU too, so that row is NaN on
+  // both sides, which the comparison counts as agreement (NaN == NaN). Forward only: in backward the
+  // NaN row spreads into every key/value gradient and nothing would be compared.
+  {
+    auto args = qkv();
+    args.push_back(Arg::mask("mask", {kB, kLq, kLk}));
+    OpDef d = make("sdpa_fully_masked_row", args,
+                   [](const Tensors& a) {
+                     return attend(scores(a[0], a[1]).masked_fill(row0_masked(a[3]).unsqueeze(1), -kInf), a[2]);
+                   },
+                   py_attend(py_scores() + ".masked_fill(" + kPyRow0Masked + "[:, None], float('-inf'))"));
+    d.differentiable = false;
+    d.tags.push_back("nan-expected");
+    add_op(catalog, d, {c10::kFloat}, {Variant::contiguous(), Variant::transposed("k"), Variant::expanded("mask")});
+
+    // The safe form: the dtype's lowest finite value instead of -inf makes the fully masked row uniform.
+    OpDef safe = make("sdpa_fully_masked_row_safe", args,
+                      [](const Tensors& a) {
+                        at::Tensor s = scores(a[0], a[1]);
+                        return attend(s.masked_fill(row0_masked(a[3]).unsqueeze(1), lowest(s.scalar_type())), a[2]);
+                      },
+                      py_attend("(lambda s: s.masked_fill(" + kPyRow0Masked + "[:, None], torch.finfo(s.dtype).min))(" +
+                                py_scores() + ")"));
+    add_op(catalog, safe, {c10::kFloat}, {Variant::contiguous(), Variant::transposed("k"), Variant::expanded("mask")});
+  }
+
+  add_op(catalog, make("mha", mha_args(false), [](const Tensors& a) { return mha(a, false); }, py_mha(false)),
+         {c10::kFloat}, {Variant::contiguous(), Variant::transposed("w_in"), Variant::sliced("x")});
+  add_op(catalog,
+         make("mha_key_padding", mha_args(true), [](const Tensors& a) { return mha(a, true); }, py_mha(true)),
+         {c10::kFloat}, {Variant::contiguous(), Variant::transposed("w_in"), Variant::expanded("kpm")});
+
+#if TORCH_VERSION_MAJOR >= 2
+  // The fused kernel (flash / memory-efficient / math, chosen by the backend). Its boolean mask is
+  // the opposite convention: True = takes part.
+  add_op(catalog,
+         make("scaled_dot_product_attention_causal", qkv(kLk, kLk),
+              [](const Tensors& a) { return at::scaled_dot_product_attention(a[0], a[1], a[2], {}, 0.0, true); },
+              "torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=None, dropout_p=0.0, "
+              "is_causal=True)"),
+         {c10::kFloat}, kQkvVariants);
+  {
+    auto args = qkv();
+    args.push_back(Arg::mask("keep", {kB, kLk}));
+    add_op(catalog,
+           make("scaled_dot_product_attention_bool_mask", args,
+                [](const Tensors& a) {
+                  return at::scaled_dot_product_attention(a[0], a[1], a[2], a[3].unsqueeze(1).unsqueeze(2), 0.0, false);
+                },
+                "torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=keep[:, None, None, :], "
+                "dropout_p=0.0, is_causal=False)"),
+           {c10::kFloat},
+           {Variant::contiguous(), Variant::transposed("k"), Variant::sliced("q"), Variant::expanded("keep")});
+  }
+#endif
+}
+
+MPSCHECK_PLUGIN("ops-attention", "0.1.0")
