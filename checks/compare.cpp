@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <limits>
 
 namespace mpscheck {
 
@@ -85,6 +86,39 @@ OutputReport compare_tensors(const std::string& name, const at::Tensor& referenc
     o.note = fmt::format("first bad element at {}", index_string(shown, o.shape));
   }
   return o;
+}
+
+Attribution attribute_with_gold(const at::Tensor& gold, const at::Tensor& reference, const at::Tensor& target,
+                                c10::ScalarType target_dtype, double floor, const at::Tensor& rounded) {
+  Attribution a;
+  if (!gold.defined() || !reference.defined() || !target.defined() || gold.sizes() != target.sizes() ||
+      gold.sizes() != reference.sizes())
+    return a;
+  at::NoGradGuard no_grad;
+  const at::Tensor g = gold.detach().to(at::kCPU).to(at::kDouble).reshape({-1});
+  const at::Tensor r = reference.detach().to(at::kCPU).to(at::kDouble).reshape({-1});
+  const at::Tensor t = target.detach().to(at::kCPU).to(at::kDouble).reshape({-1});
+  const at::Tensor g_fin = g.isfinite();
+  const double inf = std::numeric_limits<double>::infinity();
+  auto rmse = [&](const at::Tensor& x) {
+    if ((g_fin & ~x.isfinite()).any().item<bool>()) return inf;
+    const at::Tensor d = at::where(g_fin, x - g, at::zeros_like(g));
+    const double n = std::max<double>(g_fin.sum().item<double>(), 1.0);
+    return std::sqrt((d * d).sum().item<double>() / n);
+  };
+  a.rmse_reference = rmse(r);
+  a.rmse_target = rmse(t);
+  const bool reduced = target_dtype == c10::kHalf || target_dtype == c10::kBFloat16;
+  a.baseline = a.rmse_reference;
+  if (reduced) {
+    const bool usable = rounded.defined() && rounded.sizes() == gold.sizes();
+    const at::Tensor best = usable ? rounded.detach().to(at::kCPU).to(target_dtype).to(at::kDouble).reshape({-1})
+                                   : g.to(target_dtype).to(at::kDouble);
+    a.baseline = std::max(a.baseline, rmse(at::where(g_fin, best, g)));
+  }
+  a.multiplier = (reduced || g.numel() < 32) ? 3.0 : 2.0;
+  a.target_ok = std::isfinite(a.rmse_target) && a.rmse_target <= a.multiplier * a.baseline + floor;
+  return a;
 }
 
 Verdict judge_outputs(const std::vector<OutputReport>& outputs) {

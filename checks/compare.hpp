@@ -22,6 +22,20 @@ struct Verdict {
   std::string message;
 };
 
+// Attribution with a float64 gold run (DESIGN.md §5, the RMSE-multiplier rule of PyTorch's
+// dynamo accuracy checker): the target is acceptable when its RMSE against gold is within
+// `multiplier` times the baseline RMSE plus `floor`. The baseline is float32's own RMSE against
+// gold; for float16/bfloat16 targets it is at least the error of `rounded` — the float32 result
+// from inputs and weights rounded to that dtype, itself rounded to it (or gold rounded, when
+// `rounded` is undefined) — so a reduced-precision target is judged by what its dtype can deliver. Positions where gold is
+// non-finite are left out; a target that is non-finite where gold is finite is never acceptable.
+struct Attribution {
+  bool target_ok = false;
+  double rmse_reference = 0, rmse_target = 0, baseline = 0, multiplier = 2;
+};
+Attribution attribute_with_gold(const at::Tensor& gold, const at::Tensor& reference, const at::Tensor& target,
+                                c10::ScalarType target_dtype, double floor, const at::Tensor& rounded = {});
+
 // pass / mismatch / nan over all outputs of a case (DESIGN.md §4).
 Verdict judge_outputs(const std::vector<OutputReport>& outputs);
 

@@ -9,11 +9,16 @@
 #include <torch/version.h>
 
 #include <algorithm>
+#include <cstring>
 #include <cstdlib>
 #include <fstream>
 #include <set>
 #include <sys/utsname.h>
 #include <thread>
+#ifdef __APPLE__
+#include <mach-o/dyld.h>
+#include <sys/sysctl.h>
+#endif
 
 extern char** environ;
 
@@ -21,7 +26,10 @@ namespace mpscheck {
 
 namespace {
 
+std::string sysctl_string(const char* name);
+
 std::string os_description() {
+  if (auto mac = sysctl_string("kern.osproductversion"); !mac.empty()) return "macOS " + mac;
   std::string pretty;
   std::ifstream os("/etc/os-release");
   for (std::string line; std::getline(os, line);) {
@@ -38,7 +46,30 @@ std::string os_description() {
   return pretty;
 }
 
+std::string sysctl_string(const char* name) {
+#ifdef __APPLE__
+  char buf[256];
+  size_t len = sizeof buf;
+  if (sysctlbyname(name, buf, &len, nullptr, 0) == 0) return std::string(buf, strnlen(buf, len));
+#endif
+  return {};
+}
+
+// The build switches that decide CPU baseline speed, from LibTorch's own configuration text.
+std::string build_flags() {
+  const std::string config = at::show_config();
+  std::vector<std::string> keep;
+  for (const char* key : {"BLAS_INFO=", "LAPACK_INFO=", "USE_MKLDNN=", "USE_OPENMP=", "USE_CUDA=", "USE_MPS="}) {
+    const auto p = config.find(key);
+    if (p == std::string::npos) continue;
+    const auto end = config.find_first_of(", \n", p);
+    keep.push_back(config.substr(p, end == std::string::npos ? std::string::npos : end - p));
+  }
+  return fmt::format("{}", fmt::join(keep, " "));
+}
+
 std::string cpu_model() {
+  if (auto brand = sysctl_string("machdep.cpu.brand_string"); !brand.empty()) return brand;
   std::ifstream in("/proc/cpuinfo");
   for (std::string line; std::getline(in, line);) {
     if (line.rfind("model name", 0) == 0) {
@@ -53,6 +84,14 @@ std::string cpu_model() {
 
 std::vector<std::string> loaded_blas_libraries() {
   std::set<std::string> libs;
+#ifdef __APPLE__
+  for (uint32_t i = 0; i < _dyld_image_count(); ++i) {
+    const std::string path = _dyld_get_image_name(i);
+    if (path.find("Accelerate") != std::string::npos || path.find("blas") != std::string::npos ||
+        path.find("BLAS") != std::string::npos)
+      libs.insert(path);
+  }
+#endif
   std::ifstream maps("/proc/self/maps");
   for (std::string line; std::getline(maps, line);) {
     const auto slash = line.find('/');
@@ -70,6 +109,8 @@ nlohmann::json collect_environment(const EnvironmentInput& in) {
   nlohmann::json env;
   env["mpscheck_version"] = kVersion;
   env["torch_version"] = TORCH_VERSION;
+  env["torch_build"] = build_flags();
+  env["parallel"] = at::get_parallel_info().substr(0, at::get_parallel_info().find("Environment variables"));
   env["os"] = os_description();
   env["cpu"] = cpu_model();
   env["cores"] = std::thread::hardware_concurrency();
@@ -89,7 +130,35 @@ nlohmann::json collect_environment(const EnvironmentInput& in) {
     }
   }
   env["variables"] = vars;
+  env["warnings"] = environment_warnings(env);
   return env;
+}
+
+std::vector<std::string> environment_warnings(const nlohmann::json& env) {
+  std::vector<std::string> w;
+  const auto blas = env.value("blas", std::vector<std::string>{});
+  bool fast_blas = false, reference_blas = false;
+  for (const auto& path : blas) {
+    if (path.find("openblas") != std::string::npos || path.find("mkl") != std::string::npos ||
+        path.find("Accelerate") != std::string::npos || path.find("blis") != std::string::npos ||
+        path.find("atlas") != std::string::npos)
+      fast_blas = true;
+    else if (path.find("libblas") != std::string::npos)
+      reference_blas = true;
+  }
+  if (reference_blas && !fast_blas)
+    w.push_back("the CPU baseline uses the reference BLAS (" + blas.front() +
+                "): matmul and convolution run ~60x slower than with an optimised BLAS, so every speed-up is inflated; "
+                "install an optimised one (Debian: apt-get install libopenblas0-pthread)");
+  const auto vars = env.value("variables", nlohmann::json::object());
+  if (vars.contains("PYTORCH_ENABLE_MPS_FALLBACK") && vars["PYTORCH_ENABLE_MPS_FALLBACK"] == "1")
+    w.push_back("PYTORCH_ENABLE_MPS_FALLBACK=1: ops MPS lacks silently run on the CPU, so target timings and "
+                "'unsupported' findings are hidden; unset it for a meaningful check");
+  const int threads = env.value("threads", 0), cores = env.value("cores", 0);
+  if (threads > 0 && cores > 0 && threads < cores)
+    w.push_back(fmt::format("LibTorch uses {} of {} cores for the CPU baseline; pass --threads {} for the "
+                            "fastest CPU it can be", threads, cores, cores));
+  return w;
 }
 
 }  // namespace mpscheck

@@ -76,13 +76,124 @@ std::map<std::string, at::Tensor> by_name(const Outputs& outs) {
   return m;
 }
 
+// Runs the CPU float64 gold and decides, for every failing output, whether the target or float32
+// itself is the fragile side. Turns the verdict into pass when float32 is.
+void attribute(const Workload& w, const ExecuteOptions& options, const Outputs& ref_out,
+               const std::map<std::string, at::Tensor>& target_by_name, c10::ScalarType dtype, const Tolerance& tol,
+               CaseResult& r, Verdict& v) {
+  std::map<std::string, at::Tensor> gold;
+  try {
+    gold = by_name(w.instantiate(options.setup, Placement{c10::Device(c10::kCPU), c10::kDouble, Side::Gold})->run());
+  } catch (...) {
+    v.message += "; no float64 gold run to attribute it (" + exception_text(std::current_exception()) + ")";
+    return;
+  }
+  std::map<std::string, at::Tensor> ref_by_name = by_name(ref_out);
+  // For reduced precision: the same case from inputs and weights rounded to that dtype.
+  std::map<std::string, at::Tensor> rounded;
+  if (dtype == c10::kHalf || dtype == c10::kBFloat16) {
+    try {
+      Placement p{c10::Device(c10::kCPU), c10::kFloat, Side::Reference};
+      p.round_inputs_to = dtype;
+      rounded = by_name(w.instantiate(options.setup, p)->run());
+    } catch (...) {
+    }
+  }
+  bool all_ok = true;
+  const OutputReport* worst = nullptr;
+  for (auto& o : r.outputs) {
+    if (o.ok) continue;
+    auto g = gold.find(o.name);
+    auto t = target_by_name.find(o.name);
+    if (g == gold.end() || t == target_by_name.end()) {
+      all_ok = false;
+      continue;
+    }
+    auto rd = rounded.find(o.name);
+    const Attribution a = attribute_with_gold(g->second, ref_by_name[o.name], t->second, dtype, tol.atol,
+                                              rd == rounded.end() ? at::Tensor() : rd->second);
+    o.rmse_reference = a.rmse_reference;
+    o.rmse_target = a.rmse_target;
+    if (!a.target_ok) {
+      all_ok = false;
+      if (!worst) worst = &o;
+    }
+  }
+  if (all_ok) {
+    r.attribution = "float32";
+    v.status = Status::Pass;
+    v.message = "outside the plain tolerance, but as close to float64 as float32 itself is: float32 is the fragile side here";
+    return;
+  }
+  r.attribution = "target";
+  if (worst)
+    v.message += fmt::format("; against float64 the target's RMSE is {:.3g}, float32's {:.3g}: the target is the fragile side",
+                             worst->rmse_target, worst->rmse_reference);
+}
+
+// Names the first traced layer whose output diverges between reference and target (judged like
+// the case itself: plain tolerance, then float64 attribution), so a report points at an op.
+void localise(const Workload& w, const ExecuteOptions& options, c10::Device device, c10::ScalarType dtype,
+              const Tolerance& tol, CaseResult& r) {
+  Outputs ref_layers, tgt_layers, gold_layers;
+  try {
+    ref_layers = w.instantiate(options.setup, Placement{c10::Device(c10::kCPU), c10::kFloat, Side::Reference})->trace_layers();
+    if (ref_layers.empty()) return;
+    tgt_layers = w.instantiate(options.setup, Placement{device, dtype, Side::Target})->trace_layers();
+  } catch (...) {
+    r.message += "; layer tracing failed (" + exception_text(std::current_exception()) + ")";
+    return;
+  }
+  const auto target_by_name = by_name(tgt_layers);
+  for (const auto& layer : ref_layers) {
+    auto t = target_by_name.find(layer.name);
+    if (t == target_by_name.end()) continue;
+    OutputReport rep = compare_tensors(layer.name, layer.value, t->second, tol);
+    if (rep.ok) continue;
+    if (w.has_gold()) {
+      if (gold_layers.empty()) {
+        try {
+          gold_layers = w.instantiate(options.setup, Placement{c10::Device(c10::kCPU), c10::kDouble, Side::Gold})->trace_layers();
+        } catch (...) {
+        }
+      }
+      const auto gold_by_name = by_name(gold_layers);
+      if (auto g = gold_by_name.find(layer.name); g != gold_by_name.end()) {
+        const Attribution a = attribute_with_gold(g->second, layer.value, t->second, dtype, tol.atol);
+        rep.rmse_reference = a.rmse_reference;
+        rep.rmse_target = a.rmse_target;
+        if (a.target_ok) continue;  // float32 itself is what differs here
+      }
+    }
+    r.first_diverging_layer = layer.name;
+    r.message += fmt::format("; first diverging layer: {} ({} of {} elements, max abs error {:.3g})", layer.name,
+                             rep.mismatches, rep.numel, rep.max_abs);
+    r.layer = std::move(rep);
+    return;
+  }
+  r.message += "; every traced layer agrees in the forward pass from the initial weights: the divergence builds up "
+               "over training steps (backward or optimizer)";
+}
+
 }  // namespace
 
 c10::ScalarType target_dtype_for(const Workload& w, const TargetSpec& target) {
   return w.dtype() != c10::kFloat ? w.dtype() : target.float_dtype();
 }
 
+namespace {
+CaseResult execute_case_inner(const RegisteredWorkload& rw, const ExecuteOptions& options);
+}
+
 CaseResult execute_case(const RegisteredWorkload& rw, const ExecuteOptions& options) {
+  const auto start = Clock::now();
+  CaseResult r = execute_case_inner(rw, options);
+  r.worker_s = seconds_since(start);
+  return r;
+}
+
+namespace {
+CaseResult execute_case_inner(const RegisteredWorkload& rw, const ExecuteOptions& options) {
   const Workload& w = *rw.workload;
   CaseResult r;
   r.id = w.id();
@@ -128,18 +239,47 @@ CaseResult execute_case(const RegisteredWorkload& rw, const ExecuteOptions& opti
     return r;
   }
 
+  // Determinism: a reference that differs from itself must not be blamed on the target.
+  Tolerance case_tol = tol;
+  if (!w.is_random()) {
+    try {
+      const auto again = by_name(ref->run());
+      double spread = 0;
+      for (const auto& o : ref_out) {
+        auto it = again.find(o.name);
+        if (it == again.end() || !o.value.defined() || !it->second.defined()) continue;
+        const OutputReport d = compare_tensors(o.name, o.value, it->second, Tolerance{0, 0});
+        if (!d.ok) spread = std::max(spread, std::isfinite(d.max_abs) ? d.max_abs : 0.0);
+      }
+      if (spread > 0) {
+        r.nondeterministic = true;
+        case_tol.atol = std::max(case_tol.atol, 2 * spread);
+        r.atol = case_tol.atol;
+      }
+    } catch (...) {
+    }
+  }
+
   // Compare every reference output with the target output of the same name.
+  const auto compare_start = Clock::now();
   auto target_by_name = by_name(tgt_out);
   for (const auto& o : ref_out) {
     auto it = target_by_name.find(o.name);
     const at::Tensor t = it == target_by_name.end() ? at::Tensor() : it->second;
-    OutputReport rep = compare_tensors(o.name, o.value, t, tol);
+    OutputReport rep = compare_tensors(o.name, o.value, t, case_tol);
     if (it == target_by_name.end()) rep.note = "the target did not produce this output";
     r.outputs.push_back(std::move(rep));
   }
-  const Verdict v = judge_outputs(r.outputs);
+  Verdict v = judge_outputs(r.outputs);
+  if ((v.status == Status::Mismatch || v.status == Status::Nan) && w.has_gold()) attribute(w, options, ref_out, target_by_name, dtype, case_tol, r, v);
   r.status = v.status;
   r.message = v.message;
+  if (r.nondeterministic)
+    r.message += std::string(r.message.empty() ? "" : "; ") +
+                 "the CPU reference differs from itself between runs: tolerance widened to twice that spread";
+  if (w.kind() == Kind::Model && (r.status == Status::Mismatch || r.status == Status::Nan))
+    localise(w, options, device, dtype, case_tol, r);
+  r.compare_s = seconds_since(compare_start);
 
   // Time only cases whose results are right: the speed of a wrong answer means nothing.
   if (r.status == Status::Pass && options.min_time_s > 0) {
@@ -158,5 +298,7 @@ CaseResult execute_case(const RegisteredWorkload& rw, const ExecuteOptions& opti
   }
   return r;
 }
+
+}  // namespace
 
 }  // namespace mpscheck

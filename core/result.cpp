@@ -1,5 +1,6 @@
 #include "core/result.hpp"
 
+#include <limits>
 #include <stdexcept>
 
 namespace mpscheck {
@@ -37,6 +38,10 @@ void to_json(nlohmann::json& j, const OutputReport& o) {
        {"inf_target", o.inf_target},
        {"ok", o.ok}};
   if (!o.note.empty()) j["note"] = o.note;
+  if (o.rmse_reference >= 0) {
+    j["rmse_reference_vs_gold"] = o.rmse_reference;
+    j["rmse_target_vs_gold"] = o.rmse_target;
+  }
 }
 
 void from_json(const nlohmann::json& j, OutputReport& o) {
@@ -62,6 +67,10 @@ void from_json(const nlohmann::json& j, OutputReport& o) {
   o.inf_target = j.value("inf_target", std::int64_t{0});
   o.ok = j.value("ok", true);
   o.note = j.value("note", "");
+  if (j.contains("rmse_reference_vs_gold") && !j.at("rmse_reference_vs_gold").is_null()) {
+    o.rmse_reference = j.at("rmse_reference_vs_gold").get<double>();
+    o.rmse_target = num("rmse_target_vs_gold");
+  }
 }
 
 void to_json(nlohmann::json& j, const TimingStats& t) {
@@ -80,10 +89,21 @@ void to_json(nlohmann::json& j, const CaseResult& r) {
   j = {{"id", r.id},         {"kind", r.kind},     {"tags", r.tags},       {"plugin", r.plugin},
        {"status", to_string(r.status)},            {"message", r.message}, {"target", r.target},
        {"dtype", r.dtype},   {"rtol", r.rtol},     {"atol", r.atol},       {"outputs", r.outputs},
-       {"speedup", r.speedup}, {"speed_class", r.speed_class},            {"wall_s", r.wall_s}};
+       {"speedup", r.speedup}, {"speed_class", r.speed_class},            {"wall_s", r.wall_s},
+       {"worker_s", r.worker_s}, {"compare_s", r.compare_s},              {"attribution", r.attribution},
+       {"nondeterministic", r.nondeterministic}, {"recommendation", r.recommendation}, {"reason", r.reason}};
   j["reference_time"] = r.reference_time ? nlohmann::json(*r.reference_time) : nlohmann::json();
   j["target_time"] = r.target_time ? nlohmann::json(*r.target_time) : nlohmann::json();
   if (!r.signal.empty()) j["signal"] = r.signal;
+  if (r.expected || r.unexpected_pass) {
+    j["expected"] = r.expected;
+    j["unexpected_pass"] = r.unexpected_pass;
+    j["expectation"] = r.expectation;
+  }
+  if (!r.first_diverging_layer.empty()) {
+    j["first_diverging_layer"] = r.first_diverging_layer;
+    if (r.layer) j["layer"] = *r.layer;
+  }
 }
 
 void from_json(const nlohmann::json& j, CaseResult& r) {
@@ -106,6 +126,17 @@ void from_json(const nlohmann::json& j, CaseResult& r) {
   r.speed_class = j.value("speed_class", "");
   r.wall_s = j.value("wall_s", 0.0);
   r.signal = j.value("signal", "");
+  r.worker_s = j.value("worker_s", 0.0);
+  r.compare_s = j.value("compare_s", 0.0);
+  r.attribution = j.value("attribution", "");
+  r.nondeterministic = j.value("nondeterministic", false);
+  r.recommendation = j.value("recommendation", "");
+  r.reason = j.value("reason", "");
+  r.first_diverging_layer = j.value("first_diverging_layer", "");
+  r.expected = j.value("expected", false);
+  r.unexpected_pass = j.value("unexpected_pass", false);
+  r.expectation = j.value("expectation", "");
+  if (j.contains("layer") && !j.at("layer").is_null()) r.layer = j.at("layer").get<OutputReport>();
 }
 
 }  // namespace mpscheck

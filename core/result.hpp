@@ -31,6 +31,8 @@ struct OutputReport {
   std::int64_t nan_reference = 0, inf_reference = 0, nan_target = 0, inf_target = 0;
   bool ok = true;
   std::string note;  // shape/dtype disagreements, statistics used, ...
+  // Attribution against a CPU float64 gold run (only where it decided something; else < 0).
+  double rmse_reference = -1, rmse_target = -1;
 };
 
 struct TimingStats {
@@ -54,7 +56,22 @@ struct CaseResult {
   double speedup = 0;          // reference median / target median; 0 when not timed
   std::string speed_class;     // "faster" | "similar" | "slower" | "" (not timed)
   double wall_s = 0;           // whole case as the host saw it, overhead included
+  double worker_s = 0;         // time inside the worker for this case
+  double compare_s = 0;        // of which comparing outputs
   std::string signal;          // crash: the signal's name
+  // "target" when the target is the fragile side, "float32" when float32 itself is (the float64
+  // gold run agrees with the target); empty when no gold run was needed.
+  std::string attribution;
+  bool nondeterministic = false;  // the reference differed from itself between two runs
+  // Model cases that fail: the first named layer whose output diverges, with its figures.
+  std::string first_diverging_layer;
+  std::optional<OutputReport> layer;
+  // --expect: a finding listed as known (with the file's reason), or a listed case that passed.
+  bool expected = false;
+  bool unexpected_pass = false;
+  std::string expectation;
+  std::string recommendation;     // "accelerate" | "keep on CPU" | "blocked"
+  std::string reason;             // the recommendation in words
 };
 
 void to_json(nlohmann::json& j, const OutputReport& o);

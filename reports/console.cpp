@@ -1,5 +1,7 @@
 #include "reports/console.hpp"
 
+#include "checks/recommend.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -96,6 +98,13 @@ void ConsoleReporter::summary(const RunReport& report, const std::string& report
       out_ << fmt::format("  ... {} more ...\n", timed.size() - shown);
       for (size_t i = timed.size() - shown / 2; i < timed.size(); ++i) row(timed[i]);
     }
+  }
+  const auto classes = summarize_classes(report.cases);
+  if (!classes.empty()) {
+    out_ << "\nRecommendation by workload class (accelerate / keep on CPU / blocked cases)\n";
+    for (const auto& [name, s] : classes)
+      out_ << fmt::format("  {:<32} {:<12} {:>4} {:>4} {:>4}\n", name, s.recommendation(), s.accelerate, s.keep_on_cpu,
+                          s.blocked);
   }
   out_ << "\nReport: " << report_path << '\n';
   out_.flush();

@@ -49,8 +49,10 @@ struct ModelDef {
 };
 
 inline Batch place(const Batch& b, const Placement& where) {
-  auto move = [&](const at::Tensor& t) {
+  const bool round = where.round_inputs_to != c10::ScalarType::Undefined;
+  auto move = [&](at::Tensor t) {
     if (!t.defined()) return t;
+    if (round && c10::isFloatingType(t.scalar_type())) t = t.to(where.round_inputs_to).to(t.scalar_type());
     return c10::isFloatingType(t.scalar_type()) ? t.to(where.device, where.dtype) : t.to(where.device);
   };
   Batch out;
@@ -110,6 +112,10 @@ class ModelInstance final : public Instance {
   void reset() {
     torch::manual_seed(setup_.seed);
     net_ = def_.build(setup_.quick);
+    if (where_.round_inputs_to != c10::ScalarType::Undefined) {
+      torch::NoGradGuard no_grad;
+      for (auto& p : net_->parameters()) p.set_data(p.to(where_.round_inputs_to).to(p.scalar_type()));
+    }
     net_->to(where_.device, where_.dtype);
     if (train_) {
       net_->train();

@@ -307,7 +307,10 @@ class OpWorkload final : public Workload {
   c10::ScalarType dtype() const override {
     return c10::isFloatingType(dtype_) ? dtype_ : c10::kFloat;
   }
-  bool has_gold() const override { return c10::isFloatingType(dtype_); }
+  bool has_gold() const override { return c10::isFloatingType(dtype_) && family() != "random"; }
+  // Random ops return statistics of a sample: compared with the "random" tolerance, never re-run
+  // for determinism.
+  bool is_random() const override { return family() == "random"; }
 
   std::unique_ptr<Instance> instantiate(const Setup& setup, const Placement& where) const override;
   std::string reproducer(const ReproTarget& target) const override;
@@ -330,6 +333,8 @@ class OpInstance final : public Instance {
     at::Generator gen = at::detail::createCPUGenerator(setup.seed);
     for (const Arg& a : def.args) {
       at::Tensor base = draw(a, w.case_dtype(), gen);
+      if (where.round_inputs_to != c10::ScalarType::Undefined && c10::isFloatingType(base.scalar_type()))
+        base = base.to(where.round_inputs_to).to(base.scalar_type());
       base = base.to(where.device, arg_dtype(a, w.case_dtype(), where.dtype));
       if (w.backward() && a.grad && c10::isFloatingType(base.scalar_type())) base.requires_grad_(true);
       leaves_.push_back(base);
@@ -454,7 +459,8 @@ inline std::string OpWorkload::reproducer(const ReproTarget& target) const {
      << "# For mpscheck's own tests: the reference values, to check the inputs were rebuilt exactly.\n"
      << "if os.environ.get(\"MPSCHECK_REPRO_JSON\"):\n"
      << "    with open(os.environ[\"MPSCHECK_REPRO_JSON\"], \"w\") as f:\n"
-     << "        json.dump({n: r.flatten()[:16].double().tolist() for n, r in reference.items()}, f)\n";
+     << "        finite = lambda v: v if v == v and abs(v) != float(\"inf\") else None\n"
+     << "        json.dump({n: [finite(v) for v in r.flatten()[:16].double().tolist()] for n, r in reference.items()}, f)\n";
   return py.str();
 }
 

@@ -27,6 +27,9 @@ struct Placement {
   // The floating-point dtype to compute in; integer and bool tensors keep their own dtype.
   c10::ScalarType dtype = c10::kFloat;
   Side side = Side::Reference;
+  // When set, floating inputs and weights are rounded to this dtype, then computed in `dtype`:
+  // what a reduced-precision dtype can deliver at best, the baseline its target is judged by.
+  c10::ScalarType round_inputs_to = c10::ScalarType::Undefined;
 };
 
 struct Setup {

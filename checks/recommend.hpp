@@ -1,0 +1,24 @@
+// The recommendation per case: accelerate, keep on CPU, or blocked — with the reason in words.
+#pragma once
+
+#include "core/result.hpp"
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace mpscheck {
+
+// Fills r.recommendation and r.reason from the status and the speed class.
+void recommend(CaseResult& r);
+
+// The workload class of a case: "op/<family>" or "model/<name>".
+std::string workload_class(const std::string& id);
+
+struct ClassSummary {
+  int accelerate = 0, keep_on_cpu = 0, blocked = 0, skipped = 0;
+  std::string recommendation() const;  // blocked if any case is; accelerate if most timed cases are
+};
+std::map<std::string, ClassSummary> summarize_classes(const std::vector<CaseResult>& cases);
+
+}  // namespace mpscheck
