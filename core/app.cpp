@@ -1,5 +1,6 @@
 #include "core/app.hpp"
 
+#include "checks/recommend.hpp"
 #include "core/config.hpp"
 #include "core/environment.hpp"
 #include "core/journal.hpp"
@@ -7,13 +8,19 @@
 #include "core/registry.hpp"
 #include "core/version.hpp"
 #include "core/worker.hpp"
+#include "plugins/torchscript/torchscript_workload.hpp"
+#include "core/workflow.hpp"
+#include "reports/bug_report.hpp"
 #include "reports/console.hpp"
+#include "reports/writers.hpp"
 #include "reports/report.hpp"
 
 #include <ATen/Parallel.h>
 #include <fmt/format.h>
 
 #include <chrono>
+#include <cstdlib>
+#include <fstream>
 #include <csignal>
 #include <filesystem>
 #include <iostream>
@@ -33,9 +40,74 @@ std::string join(const std::vector<std::string>& v, const char* sep) { return fm
 int print_env(const Config& cfg) {
   if (cfg.threads > 0) at::set_num_threads(cfg.threads);
   const auto env = collect_environment({cfg.target.str(), cfg.seed});
-  for (const auto& [key, value] : env.items())
-    std::cout << fmt::format("{:<18} {}\n", key, value.is_string() ? value.get<std::string>() : value.dump());
+  for (const auto& [key, value] : env.items()) {
+    if (key == "warnings") continue;
+    std::string text = value.is_string() ? value.get<std::string>() : value.dump();
+    while (!text.empty() && text.back() == '\n') text.pop_back();
+    std::cout << fmt::format("{:<18} {}\n", key, text);
+  }
+  for (const auto& w : env["warnings"]) std::cout << "warning: " << w.get<std::string>() << '\n';
   return kExitOk;
+}
+
+ReproTarget repro_target(const TargetSpec& spec, std::uint64_t seed, bool quick) {
+  const c10::ScalarType dtype = spec.float_dtype();
+  ReproTarget rt;
+  rt.device = spec.device;
+  rt.dtype = dtype == c10::kHalf ? "float16" : dtype == c10::kBFloat16 ? "bfloat16" : "float32";
+  rt.seed = seed;
+  rt.quick = quick;
+  return rt;
+}
+
+// JUnit, Markdown (and $GITHUB_STEP_SUMMARY), HTML: whatever was asked for. Returns false on failure.
+bool write_extra_reports(const Config& cfg, const RunReport& report) {
+  try {
+    if (!cfg.junit_path.empty()) write_text_report(cfg.junit_path, render_junit(report));
+    if (!cfg.html_path.empty()) write_text_report(cfg.html_path, render_html(report));
+    if (!cfg.markdown_path.empty() || std::getenv("GITHUB_STEP_SUMMARY")) {
+      const std::string md = render_markdown(report);
+      if (!cfg.markdown_path.empty()) write_text_report(cfg.markdown_path, md);
+      if (const char* summary = std::getenv("GITHUB_STEP_SUMMARY"); summary && *summary) {
+        std::ofstream out(summary, std::ios::app);
+        out << md << '\n';
+      }
+    }
+  } catch (const ReportError& e) {
+    std::cerr << "mpscheck: " << e.what() << '\n';
+    return false;
+  }
+  return true;
+}
+
+int compare_command(const Config& cfg) {
+  try {
+    const RunReport before = read_json_report(cfg.arguments[0]);
+    const RunReport after = read_json_report(cfg.arguments[1]);
+    const Comparison c = compare_reports(before, after);
+    std::cout << format_comparison(c, cfg.arguments[0], cfg.arguments[1]);
+    return c.regressed() ? kExitFindings : kExitOk;
+  } catch (const ReportError& e) {
+    std::cerr << "mpscheck: " << e.what() << '\n';
+    return kExitUsage;
+  }
+}
+
+int merge_command(const Config& cfg) {
+  try {
+    const RunReport merged = merge_reports(cfg.arguments);
+    write_json_report(cfg.output_path, merged);
+    if (!write_extra_reports(cfg, merged)) return kExitUsage;
+    const auto counts = count_by_status(merged.cases);
+    std::cout << fmt::format("merged {} reports: {} cases into {}\n", cfg.arguments.size(), merged.cases.size(),
+                             cfg.output_path);
+    for (const auto& c : merged.cases)
+      if (is_finding(c.status) && !c.expected) return kExitFindings;
+    return kExitOk;
+  } catch (const ReportError& e) {
+    std::cerr << "mpscheck: " << e.what() << '\n';
+    return kExitUsage;
+  }
 }
 
 int print_reproducer(const Config& cfg, const Registry& registry) {
@@ -47,18 +119,37 @@ int print_reproducer(const Config& cfg, const Registry& registry) {
   }
   TargetSpec target = cfg.target;
   if (target.device == "auto") target = resolve_target(target).spec;
-  const c10::ScalarType dtype = target.float_dtype();
-  ReproTarget rt;
-  rt.device = target.device;
-  rt.dtype = dtype == c10::kHalf ? "float16" : dtype == c10::kBFloat16 ? "bfloat16" : "float32";
-  rt.seed = cfg.seed;
-  rt.quick = cfg.quick;
-  const std::string script = w->workload->reproducer(rt);
-  if (script.empty()) {
-    std::cerr << "mpscheck: case '" << id << "' cannot describe itself as a Python reproducer\n";
-    return kExitUsage;
+  const ReproTarget rt = repro_target(target, cfg.seed, cfg.quick);
+  if (cfg.script_only) {
+    const std::string script = w->workload->reproducer(rt);
+    if (script.empty()) {
+      std::cerr << "mpscheck: case '" << id << "' cannot describe itself as a Python reproducer; drop --script for the "
+                << "bug report\n";
+      return kExitUsage;
+    }
+    std::cout << script;
+    return kExitOk;
   }
-  std::cout << script;
+  std::optional<CaseResult> observed;
+  nlohmann::json env;
+  if (!cfg.from_report.empty()) {
+    try {
+      const RunReport from = read_json_report(cfg.from_report);
+      env = from.environment;
+      for (const auto& c : from.cases)
+        if (c.id == id) observed = c;
+    } catch (const ReportError& e) {
+      std::cerr << "mpscheck: " << e.what() << '\n';
+      return kExitUsage;
+    }
+    if (!observed) {
+      std::cerr << "mpscheck: " << cfg.from_report << " has no case '" << id << "'\n";
+      return kExitUsage;
+    }
+  } else {
+    env = collect_environment({target.str(), cfg.seed});
+  }
+  std::cout << render_bug_report(id, observed ? &*observed : nullptr, w->workload, env, rt);
   return kExitOk;
 }
 
@@ -78,6 +169,8 @@ int run_mpscheck(int argc, char** argv) {
     case Command::Version: std::cout << text << '\n'; return kExitOk;
     case Command::Worker: return worker_main();
     case Command::Env: return print_env(cfg);
+    case Command::Compare: return compare_command(cfg);
+    case Command::Merge: return merge_command(cfg);
     default: break;
   }
 
@@ -98,15 +191,32 @@ int run_mpscheck(int argc, char** argv) {
     }
   }
   for (const auto& w : host.warnings()) std::cerr << "mpscheck: skipped plugin " << w << '\n';
+  // The user's own TorchScript model: checked here, so a bad file or bad inputs stop the run at once.
+  std::vector<std::unique_ptr<Workload>> builtin;
+  if (!cfg.model_path.empty()) {
+    try {
+      TorchScriptOptions ts{std::filesystem::absolute(cfg.model_path).string(), {}};
+      for (const auto& spec : cfg.model_inputs) ts.inputs.push_back(parse_input_spec(spec));
+      validate_torchscript(ts);
+      builtin = make_torchscript_workloads(ts, cfg.train);
+    } catch (const BadModelInput& e) {
+      std::cerr << "mpscheck: " << e.what() << '\n';
+      return kExitUsage;
+    }
+  }
+  static const PluginInfo kBuiltin{"<built in>", "torchscript", kVersion};
+  std::vector<RegisteredWorkload> all = host.workloads();
+  for (const auto& w : builtin) all.push_back({w.get(), &kBuiltin});
   std::unique_ptr<Registry> registry;
   try {
-    registry = std::make_unique<Registry>(host.workloads());
+    registry = std::make_unique<Registry>(all);
   } catch (const DuplicateCaseId& e) {
     std::cerr << "mpscheck: " << e.what() << '\n';
     return kExitUsage;
   }
   if (cfg.command == Command::Repro) return print_reproducer(cfg, *registry);
-  const auto selected = registry->select(cfg.selection);
+  auto selected = registry->select(cfg.selection);
+  if (!cfg.shard.empty()) selected = take_shard(selected, parse_shard(cfg.shard));
 
   if (cfg.command == Command::List) {
     for (const auto& w : selected)
@@ -125,6 +235,20 @@ int run_mpscheck(int argc, char** argv) {
   if (selected.empty()) {
     std::cerr << "mpscheck: no case matches the selection (" << registry->size()
               << " cases loaded); check --filter, or see them all with 'mpscheck --list --all'\n";
+    return kExitUsage;
+  }
+
+  // Input files are checked before anything runs: a broken one must not cost a long run.
+  std::vector<Expectation> expectations;
+  std::optional<RunReport> baseline;
+  try {
+    if (!cfg.expect_path.empty()) expectations = load_expectations(cfg.expect_path);
+    if (!cfg.baseline_path.empty()) baseline = read_json_report(cfg.baseline_path);
+  } catch (const ExpectationError& e) {
+    std::cerr << "mpscheck: " << e.what() << '\n';
+    return kExitUsage;
+  } catch (const ReportError& e) {
+    std::cerr << "mpscheck: --baseline: " << e.what() << '\n';
     return kExitUsage;
   }
 
@@ -167,6 +291,7 @@ int run_mpscheck(int argc, char** argv) {
   report.run = {{"target", target.spec.str()},   {"seed", cfg.seed},
                 {"quick", cfg.quick},             {"min_time_s", cfg.min_time()},
                 {"selected", selected.size()},    {"filters", cfg.selection.filters},
+                {"shard", cfg.shard},
                 {"command", [&] {
                    std::vector<std::string> a(argv, argv + argc);
                    return join(a, " ");
@@ -176,6 +301,7 @@ int run_mpscheck(int argc, char** argv) {
                            report.environment["torch_version"].get<std::string>(), target.spec.str(), selected.size(),
                            cfg.seed, report.environment["threads"].get<int>());
   if (!target.note.empty()) std::cerr << "mpscheck: " << target.note << '\n';
+  for (const auto& w : report.environment["warnings"]) std::cerr << "mpscheck: warning: " << w.get<std::string>() << '\n';
   if (!done.empty()) std::cerr << "mpscheck: resuming: " << done.size() << " cases already in the journal\n";
 
   struct sigaction sa{};
@@ -189,7 +315,10 @@ int run_mpscheck(int argc, char** argv) {
   const nlohmann::json worker_config{{"target", target.spec.str()}, {"seed", cfg.seed},
                                      {"quick", cfg.quick},           {"min_time", cfg.min_time()},
                                      {"threads", cfg.threads},       {"plugin_dirs", extra_dirs},
-                                     {"default_plugins", cfg.default_plugins}};
+                                     {"default_plugins", cfg.default_plugins},
+                                     {"model", cfg.model_path.empty() ? "" : std::filesystem::absolute(cfg.model_path).string()},
+                                     {"inputs", cfg.model_inputs},
+                                     {"train", cfg.train}};
   Runner runner(worker_config, cfg.report_dir + "/worker.log");
   ConsoleReporter console(std::cout, isatty(STDOUT_FILENO), use_color(STDOUT_FILENO));
 
@@ -212,6 +341,7 @@ int run_mpscheck(int argc, char** argv) {
     if (r.tags.empty()) r.tags = w.tags();
     if (r.plugin.empty()) r.plugin = selected[i].plugin->name;
     if (r.target.empty()) r.target = target.spec.str();
+    recommend(r);
     journal->append(r);
     console.case_finished(i, selected.size(), r);
     report.cases.push_back(std::move(r));
@@ -219,6 +349,7 @@ int run_mpscheck(int argc, char** argv) {
   report.run["wall_s"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - run_start).count();
   report.run["complete"] = !g_interrupted;
 
+  if (!expectations.empty()) apply_expectations(expectations, report.environment, target.spec.str(), report.cases);
   const std::string path = cfg.report_path();
   try {
     write_json_report(path, report);
@@ -226,15 +357,36 @@ int run_mpscheck(int argc, char** argv) {
     std::cerr << "mpscheck: " << e.what() << "; the journal " << cfg.journal_path() << " still has every result\n";
     return kExitUsage;
   }
+  const bool extra_ok = write_extra_reports(cfg, report);
+  if (!cfg.bug_reports_dir.empty()) {
+    std::filesystem::create_directories(cfg.bug_reports_dir, ec);
+    const ReproTarget rt = repro_target(target.spec, cfg.seed, cfg.quick);
+    int written = 0;
+    for (const auto& c : report.cases) {
+      if (!is_finding(c.status)) continue;
+      const RegisteredWorkload* w = registry->find(c.id);
+      std::ofstream out(cfg.bug_reports_dir + "/" + case_file_name(c.id) + ".md");
+      out << render_bug_report(c.id, &c, w ? w->workload : nullptr, report.environment, rt);
+      written += out.good() ? 1 : 0;
+    }
+    std::cerr << "mpscheck: wrote " << written << " bug reports into " << cfg.bug_reports_dir << '\n';
+  }
   console.summary(report, path);
+  bool regressed = false;
+  if (baseline) {
+    const Comparison c = compare_reports(*baseline, report);
+    std::cout << '\n' << format_comparison(c, cfg.baseline_path, path);
+    regressed = c.regressed();
+  }
+  for (const auto& c : report.cases)
+    if (c.expected || c.unexpected_pass) std::cout << (c.unexpected_pass ? "unexpected pass: " : "expected: ") << c.id << " — " << c.expectation << '\n';
+  if (!extra_ok) return kExitUsage;
   if (g_interrupted) {
     std::cerr << "mpscheck: interrupted; " << report.cases.size() << " finished cases are in " << path
               << "; run again with --resume to finish\n";
     return kExitInterrupted;
   }
-  for (const auto& c : report.cases)
-    if (is_finding(c.status)) return kExitFindings;
-  return kExitOk;
+  return has_unexpected(report.cases) || regressed ? kExitFindings : kExitOk;
 }
 
 }  // namespace mpscheck

@@ -1,5 +1,8 @@
 #include "core/config.hpp"
 #include "core/version.hpp"
+#include "core/workflow.hpp"
+
+#include <cstdlib>
 
 #include <boost/program_options.hpp>
 #include <fmt/format.h>
@@ -20,7 +23,11 @@ po::options_description visible_options() {
       ("models", "run model cases")
       ("filter", po::value<std::vector<std::string>>()->composing(),
        "REGEX searched in case ids; a leading '-' excludes (repeatable)")
-      ("list", "list the selected case ids and tags, run nothing");
+      ("list", "list the selected case ids and tags, run nothing")
+      ("model", po::value<std::string>(), "check your own TorchScript FILE.pt (with --input)")
+      ("input", po::value<std::vector<std::string>>()->composing(),
+       "an input of --model: DTYPE[d0,d1,...] or an integer range DTYPE[...]:LO..HI (repeatable, in order)")
+      ("train", "with --model: also compare parameter gradients of the sum of the outputs");
   po::options_description run("Running");
   run.add_options()
       ("target", po::value<std::string>()->default_value("auto"),
@@ -37,14 +44,26 @@ po::options_description visible_options() {
   out.add_options()
       ("report-dir", po::value<std::string>()->default_value("mpscheck-report"),
        "folder for the journal and default reports")
-      ("json", po::value<std::string>(), "write the JSON report to FILE (default REPORT-DIR/report.json)");
+      ("json", po::value<std::string>(), "write the JSON report to FILE (default REPORT-DIR/report.json)")
+      ("junit", po::value<std::string>(), "write JUnit XML (GoogleTest's shape) to FILE")
+      ("markdown", po::value<std::string>(), "write a Markdown summary to FILE (also appended to $GITHUB_STEP_SUMMARY)")
+      ("html", po::value<std::string>(), "write a self-contained HTML report to FILE")
+      ("bug-reports", po::value<std::string>(), "write one Markdown bug report per finding into DIR")
+      ("expect", po::value<std::string>(), "known failures (see README): only unexpected results fail the run")
+      ("baseline", po::value<std::string>(), "an earlier report.json: print regressions and fixes; a regression fails the run")
+      ("shard", po::value<std::string>(), "run shard I of N (I/N, 1-based; or GTEST_SHARD_INDEX/GTEST_TOTAL_SHARDS)")
+      ("output,o", po::value<std::string>(), "merge: where to write the merged JSON report")
+      ("from", po::value<std::string>(), "repro: take the observed values from this report.json")
+      ("script", "repro: print only the Python reproducer");
   po::options_description misc("Other");
   misc.add_options()
       ("help,h", "show this help")
       ("version", "show the version");
   po::options_description all("Usage: mpscheck [--all | --ops | --models | --filter REGEX] [options]\n"
                               "       mpscheck env\n"
-                              "       mpscheck repro CASE_ID [--target T]\n");
+                              "       mpscheck repro CASE_ID [--target T] [--from REPORT.json] [--script]\n"
+                              "       mpscheck compare OLD.json NEW.json\n"
+                              "       mpscheck merge A.json B.json ... -o OUT.json [--junit F --markdown F --html F]\n");
   all.add(select).add(run).add(out).add(misc);
   return all;
 }
@@ -89,12 +108,19 @@ Config parse_command_line(int argc, const char* const* argv, std::string* out_te
     const std::string cmd = vm["command"].as<std::string>();
     if (cmd == "env") c.command = Command::Env;
     else if (cmd == "repro") c.command = Command::Repro;
-    else throw UsageError(fmt::format("unknown command '{}'; commands: env, repro CASE_ID (see 'mpscheck --help')", cmd));
+    else if (cmd == "compare") c.command = Command::Compare;
+    else if (cmd == "merge") c.command = Command::Merge;
+    else throw UsageError(fmt::format("unknown command '{}'; commands: env, repro CASE_ID, compare OLD NEW, merge A B... -o OUT "
+                                      "(see 'mpscheck --help')", cmd));
   }
   if (vm.count("arguments")) c.arguments = vm["arguments"].as<std::vector<std::string>>();
   if (c.command == Command::Repro && c.arguments.size() != 1)
     throw UsageError("repro takes exactly one case id: mpscheck repro CASE_ID [--target T]");
-  if (c.command != Command::Repro && !c.arguments.empty())
+  if (c.command == Command::Compare && c.arguments.size() != 2)
+    throw UsageError("compare takes two reports: mpscheck compare OLD.json NEW.json");
+  if (c.command == Command::Merge && (c.arguments.empty() || !vm.count("output")))
+    throw UsageError("merge takes reports and an output: mpscheck merge A.json B.json ... -o OUT.json");
+  if (c.command != Command::Repro && c.command != Command::Compare && c.command != Command::Merge && !c.arguments.empty())
     throw UsageError(fmt::format("unexpected argument '{}'; see 'mpscheck --help'", c.arguments.front()));
   if (vm.count("worker")) c.command = Command::Worker;
 
@@ -133,7 +159,45 @@ Config parse_command_line(int argc, const char* const* argv, std::string* out_te
   c.resume = vm.count("resume") > 0;
   c.report_dir = vm["report-dir"].as<std::string>();
   if (vm.count("json")) c.json_path = vm["json"].as<std::string>();
+  auto text = [&](const char* key, std::string& out) {
+    if (vm.count(key)) out = vm[key].as<std::string>();
+  };
+  text("junit", c.junit_path);
+  text("markdown", c.markdown_path);
+  text("html", c.html_path);
+  text("bug-reports", c.bug_reports_dir);
+  text("expect", c.expect_path);
+  text("baseline", c.baseline_path);
+  text("shard", c.shard);
+  text("output", c.output_path);
+  text("from", c.from_report);
+  c.script_only = vm.count("script") > 0;
+  if (c.shard.empty()) {
+    const char* index = std::getenv("GTEST_SHARD_INDEX");
+    const char* total = std::getenv("GTEST_TOTAL_SHARDS");
+    if (index && total && *index && *total) {
+      try {
+        c.shard = std::to_string(std::stoi(index) + 1) + "/" + total;
+      } catch (...) {
+        throw UsageError(fmt::format("GTEST_SHARD_INDEX={} / GTEST_TOTAL_SHARDS={} are not numbers", index, total));
+      }
+    }
+  }
+  if (!c.shard.empty()) {
+    try {
+      parse_shard(c.shard);
+    } catch (const std::invalid_argument& e) {
+      throw UsageError(e.what());
+    }
+  }
 
+  if (vm.count("model")) c.model_path = vm["model"].as<std::string>();
+  if (vm.count("input")) c.model_inputs = vm["input"].as<std::vector<std::string>>();
+  c.train = vm.count("train") > 0;
+  if (c.model_path.empty() && (!c.model_inputs.empty() || c.train))
+    throw UsageError("--input and --train go with --model FILE.pt");
+  if (!c.model_path.empty() && c.selection.filters.empty() && !c.selection.ops && !c.selection.models)
+    c.selection.filters.push_back("^model/torchscript/");
   const bool chose = c.selection.ops || c.selection.models || !c.selection.filters.empty();
   if ((c.command == Command::Run) && !chose)
     throw UsageError("nothing selected: pass --all, --ops, --models or --filter REGEX (see 'mpscheck --help')");

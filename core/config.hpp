@@ -11,7 +11,7 @@
 
 namespace mpscheck {
 
-enum class Command { Run, List, Worker, Env, Repro, Help, Version };
+enum class Command { Run, List, Worker, Env, Repro, Compare, Merge, Help, Version };
 
 struct Config {
   Command command = Command::Run;
@@ -29,6 +29,17 @@ struct Config {
   bool default_plugins = true; // load the plugins shipped next to the binary
   bool resume = false;
   std::vector<std::string> arguments;  // after a subcommand: `repro CASE_ID`
+  std::string model_path;              // --model FILE.pt
+  std::vector<std::string> model_inputs;  // --input SPEC, in the model's argument order
+  bool train = false;                  // --train: also compare parameter gradients
+  std::string junit_path, markdown_path, html_path;
+  std::string bug_reports_dir;         // --bug-reports DIR: one Markdown issue body per finding
+  std::string expect_path;             // --expect FILE: known failures
+  std::string baseline_path;           // --baseline OLD.json: regressions and fixes
+  std::string shard;                   // --shard I/N (or GTEST_SHARD_INDEX/GTEST_TOTAL_SHARDS)
+  std::string output_path;             // merge -o OUT.json
+  std::string from_report;             // repro --from REPORT.json
+  bool script_only = false;            // repro --script: the Python reproducer alone
 
   double min_time() const { return min_time_s >= 0 ? min_time_s : (quick ? 0.05 : 0.2); }
   double timeout_for_model() const { return timeout_s > 0 ? timeout_s : (quick ? 300 : 1800); }

@@ -4,6 +4,8 @@
 #include "core/plugin_host.hpp"
 #include "core/registry.hpp"
 #include "core/target.hpp"
+#include "core/version.hpp"
+#include "plugins/torchscript/torchscript_workload.hpp"
 
 #include <ATen/Parallel.h>
 #include <boost/dll/runtime_symbol_info.hpp>
@@ -93,7 +95,16 @@ int worker_main() {
     if (!dir.empty()) host.load_directory(dir);
   }
   for (const auto& d : cfg.value("plugin_dirs", std::vector<std::string>{})) host.load_directory(d);
-  const Registry registry(host.workloads());
+  std::vector<RegisteredWorkload> all = host.workloads();
+  std::vector<std::unique_ptr<Workload>> builtin;
+  static const PluginInfo kBuiltin{"<built in>", "torchscript", kVersion};
+  if (const std::string model = cfg.value("model", ""); !model.empty()) {
+    TorchScriptOptions ts{model, {}};
+    for (const auto& spec : cfg.value("inputs", std::vector<std::string>{})) ts.inputs.push_back(parse_input_spec(spec));
+    builtin = make_torchscript_workloads(ts, cfg.value("train", false));
+  }
+  for (const auto& w : builtin) all.push_back({w.get(), &kBuiltin});
+  const Registry registry(all);
   write_all(kResultFd, nlohmann::json{{"ready", true}, {"cases", registry.size()}}.dump() + "\n");
 
   while (std::getline(std::cin, line)) {

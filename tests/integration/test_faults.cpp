@@ -93,3 +93,16 @@ TEST_F(FaultRun, JournalHasOneLinePerCaseAfterItsHeader) {
 }
 
 }  // namespace
+
+TEST(Localisation, PlantedLayerFaultIsNamedByItsLayer) {
+  const std::string dir = fresh_dir("localise");
+  const auto r = run_mpscheck({"--filter", "model/faults/planted_fc2", "--plugin-dir", test_plugins_dir(),
+                               "--no-default-plugins", "--target", "cpu", "--quick", "--min-time", "0"},
+                              dir);
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  const auto c = cases_by_id(read_json_file(dir + "/mpscheck-report/report.json")).at("model/faults/planted_fc2/infer");
+  EXPECT_EQ(c["status"], "mismatch");
+  EXPECT_EQ(c["first_diverging_layer"], "fc2");
+  EXPECT_NE(c["message"].get<std::string>().find("first diverging layer: fc2"), std::string::npos) << c["message"];
+  EXPECT_EQ(c["recommendation"], "blocked");
+}

@@ -1,0 +1,241 @@
+#include "core/workflow.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+
+namespace mpscheck {
+
+namespace {
+std::vector<std::string> split_ws(const std::string& line) {
+  std::istringstream in(line);
+  std::vector<std::string> out;
+  for (std::string w; in >> w;) out.push_back(w);
+  return out;
+}
+
+std::vector<std::string> split(const std::string& s, char sep) {
+  std::vector<std::string> out;
+  std::stringstream in(s);
+  for (std::string part; std::getline(in, part, sep);) out.push_back(part);
+  return out;
+}
+
+bool target_matches(const std::string& wanted, const std::string& target) {
+  if (wanted == target) return true;
+  return wanted.find(':') == std::string::npos && target.rfind(wanted, 0) == 0 &&
+         (target.size() == wanted.size() || target[wanted.size()] == ':');
+}
+}  // namespace
+
+int compare_versions(const std::string& a, const std::string& b) {
+  const auto pa = split(a, '.'), pb = split(b, '.');
+  for (size_t i = 0; i < std::max(pa.size(), pb.size()); ++i) {
+    auto num = [](const std::vector<std::string>& p, size_t i) {
+      if (i >= p.size()) return 0L;
+      try {
+        return std::stol(p[i]);
+      } catch (...) {
+        return 0L;
+      }
+    };
+    const long x = num(pa, i), y = num(pb, i);
+    if (x != y) return x < y ? -1 : 1;
+  }
+  return 0;
+}
+
+std::vector<Expectation> parse_expectations(const std::string& text, const std::string& file_name) {
+  std::vector<Expectation> out;
+  std::istringstream in(text);
+  int n = 0;
+  for (std::string raw; std::getline(in, raw);) {
+    ++n;
+    std::string line = raw, reason;
+    if (const auto hash = line.find(" #"); hash != std::string::npos) {
+      reason = line.substr(hash + 2);
+      line.erase(hash);
+    }
+    const auto words = split_ws(line);
+    if (words.empty() || words[0][0] == '#') continue;
+    auto fail = [&](const std::string& what) {
+      return ExpectationError(fmt::format("{}:{}: {} (line: '{}'); the format is PATTERN STATUS[|STATUS] "
+                                          "[target=T] [torch>=X] [torch<X] [os=TEXT] [# reason]",
+                                          file_name, n, what, raw));
+    };
+    if (words.size() < 2) throw fail("a pattern needs a status after it");
+    Expectation e;
+    e.line = n;
+    e.pattern_text = words[0];
+    try {
+      e.pattern = std::regex(words[0], std::regex::ECMAScript);
+    } catch (const std::regex_error& err) {
+      throw fail(fmt::format("'{}' is not a valid regular expression", words[0]));
+    }
+    if (words[1] != "*") {
+      for (const auto& st : split(words[1], '|')) {
+        Status s;
+        try {
+          s = status_from_string(st);
+        } catch (const std::invalid_argument&) {
+          throw fail(fmt::format("unknown status '{}' (use mismatch, nan, unsupported, error, crash, timeout or *)", st));
+        }
+        if (!is_finding(s)) throw fail(fmt::format("'{}' is not a failure status", st));
+        e.statuses.push_back(st);
+      }
+    }
+    for (size_t i = 2; i < words.size(); ++i) {
+      const std::string& w = words[i];
+      if (w.rfind("target=", 0) == 0) e.target = w.substr(7);
+      else if (w.rfind("os=", 0) == 0) e.os = w.substr(3);
+      else if (w.rfind("torch>=", 0) == 0) e.torch_min = w.substr(7);
+      else if (w.rfind("torch<", 0) == 0) e.torch_below = w.substr(6);
+      else throw fail(fmt::format("unknown condition '{}'", w));
+    }
+    e.reason = reason;
+    while (!e.reason.empty() && e.reason.front() == ' ') e.reason.erase(0, 1);
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
+std::vector<Expectation> load_expectations(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw ExpectationError(fmt::format("cannot read the expectations file {}", path));
+  std::stringstream s;
+  s << in.rdbuf();
+  return parse_expectations(s.str(), path);
+}
+
+void apply_expectations(const std::vector<Expectation>& expectations, const nlohmann::json& environment,
+                        const std::string& target, std::vector<CaseResult>& cases) {
+  const std::string torch = environment.value("torch_version", "");
+  const std::string os = environment.value("os", "");
+  for (auto& c : cases) {
+    c.expected = c.unexpected_pass = false;
+    c.expectation.clear();
+    for (const auto& e : expectations) {
+      if (!std::regex_match(c.id, e.pattern)) continue;
+      if (!e.target.empty() && !target_matches(e.target, target)) continue;
+      if (!e.os.empty() && os.find(e.os) == std::string::npos) continue;
+      if (!e.torch_min.empty() && compare_versions(torch, e.torch_min) < 0) continue;
+      if (!e.torch_below.empty() && compare_versions(torch, e.torch_below) >= 0) continue;
+      const std::string why = fmt::format("line {}{}{}", e.line, e.reason.empty() ? "" : ": ", e.reason);
+      if (c.status == Status::Pass) {
+        c.unexpected_pass = true;
+        c.expectation = "listed as a known failure (" + why + ") but passes now: remove the line";
+      } else if (is_finding(c.status) &&
+                 (e.statuses.empty() ||
+                  std::find(e.statuses.begin(), e.statuses.end(), to_string(c.status)) != e.statuses.end())) {
+        c.expected = true;
+        c.expectation = "expected (" + why + ")";
+      } else {
+        continue;
+      }
+      break;
+    }
+  }
+}
+
+bool has_unexpected(const std::vector<CaseResult>& cases) {
+  for (const auto& c : cases)
+    if ((is_finding(c.status) && !c.expected) || c.unexpected_pass) return true;
+  return false;
+}
+
+Comparison compare_reports(const RunReport& before, const RunReport& after, double threshold) {
+  Comparison c;
+  std::map<std::string, const CaseResult*> old;
+  for (const auto& r : before.cases) old[r.id] = &r;
+  std::set<std::string> seen;
+  for (const auto& r : after.cases) {
+    seen.insert(r.id);
+    auto it = old.find(r.id);
+    if (it == old.end()) {
+      c.added.push_back(r.id);
+      continue;
+    }
+    const CaseResult& o = *it->second;
+    const bool was_bad = is_finding(o.status), is_bad = is_finding(r.status);
+    if (!was_bad && is_bad) c.newly_failing.push_back(fmt::format("{} ({} -> {})", r.id, to_string(o.status), to_string(r.status)));
+    else if (was_bad && !is_bad) c.newly_fixed.push_back(fmt::format("{} ({} -> {})", r.id, to_string(o.status), to_string(r.status)));
+    else if (was_bad && is_bad) c.still_failing.push_back(r.id);
+    if (o.target_time && r.target_time && o.status == Status::Pass && r.status == Status::Pass) {
+      const auto& a = *o.target_time;
+      const auto& b = *r.target_time;
+      if (b.median_s > a.median_s * (1 + threshold) && b.p25_s > a.p75_s)
+        c.speed_regressions.push_back(fmt::format("{} (target median {:.3g} ms -> {:.3g} ms, {:.2f}x slower)", r.id,
+                                                  a.median_s * 1e3, b.median_s * 1e3, b.median_s / a.median_s));
+      else if (a.median_s > b.median_s * (1 + threshold) && a.p25_s > b.p75_s)
+        c.speed_improvements.push_back(fmt::format("{} (target median {:.3g} ms -> {:.3g} ms, {:.2f}x faster)", r.id,
+                                                   a.median_s * 1e3, b.median_s * 1e3, a.median_s / b.median_s));
+    }
+  }
+  for (const auto& [id, r] : old)
+    if (!seen.count(id)) c.removed.push_back(id);
+  return c;
+}
+
+std::string format_comparison(const Comparison& c, const std::string& before_name, const std::string& after_name) {
+  std::string out = fmt::format("Comparing {} -> {}\n", before_name, after_name);
+  auto section = [&](const char* title, const std::vector<std::string>& items) {
+    out += fmt::format("{} ({})\n", title, items.size());
+    for (const auto& i : items) out += "  " + i + "\n";
+  };
+  section("Newly failing", c.newly_failing);
+  section("Newly fixed", c.newly_fixed);
+  section("Speed regressions", c.speed_regressions);
+  section("Speed improvements", c.speed_improvements);
+  out += fmt::format("Still failing: {}; added cases: {}; removed cases: {}\n", c.still_failing.size(), c.added.size(),
+                     c.removed.size());
+  return out;
+}
+
+Shard parse_shard(const std::string& text) {
+  const auto slash = text.find('/');
+  Shard s;
+  try {
+    if (slash == std::string::npos) throw std::invalid_argument("");
+    s.index = std::stoi(text.substr(0, slash)) - 1;
+    s.total = std::stoi(text.substr(slash + 1));
+  } catch (...) {
+    throw std::invalid_argument(fmt::format("--shard '{}' is not I/N (e.g. 2/3: the second of three shards)", text));
+  }
+  if (s.total < 1 || s.index < 0 || s.index >= s.total)
+    throw std::invalid_argument(fmt::format("--shard '{}': I must be between 1 and N", text));
+  return s;
+}
+
+RunReport merge_reports(const std::vector<std::string>& paths) {
+  if (paths.empty()) throw ReportError("merge needs at least one report: mpscheck merge A.json B.json ... -o OUT.json");
+  RunReport merged;
+  std::map<std::string, std::string> from;
+  nlohmann::json sources = nlohmann::json::array();
+  for (const auto& p : paths) {
+    RunReport r = read_json_report(p);
+    if (merged.environment.empty()) {
+      merged.environment = r.environment;
+      merged.run = r.run;
+    } else if (r.run.value("target", "") != merged.run.value("target", "")) {
+      throw ReportError(fmt::format("{} was run on target {} but {} on {}: merge shards of one run only", p,
+                                    r.run.value("target", "?"), paths.front(), merged.run.value("target", "?")));
+    }
+    for (auto& c : r.cases) {
+      if (auto it = from.find(c.id); it != from.end())
+        throw ReportError(fmt::format("case {} is in both {} and {}: were the shards overlapping?", c.id, it->second, p));
+      from[c.id] = p;
+      merged.cases.push_back(std::move(c));
+    }
+    sources.push_back(p);
+  }
+  std::sort(merged.cases.begin(), merged.cases.end(), [](const auto& a, const auto& b) { return a.id < b.id; });
+  merged.run["merged_from"] = sources;
+  merged.run.erase("shard");
+  return merged;
+}
+
+}  // namespace mpscheck

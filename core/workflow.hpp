@@ -1,0 +1,77 @@
+// CI workflow pieces: expectations (known failures), baselines (compare two runs), shards, merge.
+#pragma once
+
+#include "reports/report.hpp"
+
+#include <regex>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace mpscheck {
+
+// ---- expectations ------------------------------------------------------------------------
+// A line-based, human-edited file; one known failure per line:
+//   PATTERN  STATUS[|STATUS...]  [target=DEVICE[:DTYPE]] [torch>=X.Y] [torch<X.Y] [os=TEXT]  [# reason or link]
+// PATTERN is a regex matched against the whole case id; STATUS is a finding status or '*' for any
+// finding. Blank lines and lines starting with '#' are ignored.
+struct Expectation {
+  int line = 0;
+  std::string pattern_text;
+  std::regex pattern;
+  std::vector<std::string> statuses;  // empty = any finding
+  std::string target, os, torch_min, torch_below;
+  std::string reason;
+};
+
+struct ExpectationError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// Throws ExpectationError "FILE:LINE: what is wrong".
+std::vector<Expectation> parse_expectations(const std::string& text, const std::string& file_name);
+std::vector<Expectation> load_expectations(const std::string& path);
+
+// Marks expected findings and unexpected passes on every case; `environment` gives the torch
+// version and OS the conditions are checked against.
+void apply_expectations(const std::vector<Expectation>& expectations, const nlohmann::json& environment,
+                        const std::string& target, std::vector<CaseResult>& cases);
+
+// Whether a finished run should fail: an unexpected finding or an unexpected pass.
+bool has_unexpected(const std::vector<CaseResult>& cases);
+
+// "1.13.0" < "2.1" etc.; missing parts count as zero.
+int compare_versions(const std::string& a, const std::string& b);
+
+// ---- baselines ---------------------------------------------------------------------------
+struct Comparison {
+  std::vector<std::string> newly_failing, newly_fixed, still_failing, speed_regressions, speed_improvements;
+  std::vector<std::string> added, removed;
+  bool regressed() const { return !newly_failing.empty() || !speed_regressions.empty(); }
+};
+
+// Speed regressions: both runs passed and timed the case, the target got slower by more than
+// `threshold` (0.10 = 10%), and the interquartile ranges do not overlap.
+Comparison compare_reports(const RunReport& before, const RunReport& after, double threshold = 0.10);
+std::string format_comparison(const Comparison& c, const std::string& before_name, const std::string& after_name);
+
+// ---- shards and merge --------------------------------------------------------------------
+struct Shard {
+  int index = 0;  // 0-based
+  int total = 1;
+};
+// "I/N" with 1 <= I <= N (as CI matrices count); throws std::invalid_argument.
+Shard parse_shard(const std::string& text);
+// Keeps every total-th case starting at index (GoogleTest's rule), in id order.
+template <class T>
+std::vector<T> take_shard(const std::vector<T>& sorted, const Shard& s) {
+  std::vector<T> out;
+  for (size_t i = 0; i < sorted.size(); ++i)
+    if (static_cast<int>(i % static_cast<size_t>(s.total)) == s.index) out.push_back(sorted[i]);
+  return out;
+}
+
+// One report from shard reports; a case id in two inputs is an error naming both files.
+RunReport merge_reports(const std::vector<std::string>& paths);
+
+}  // namespace mpscheck

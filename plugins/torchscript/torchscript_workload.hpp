@@ -1,0 +1,44 @@
+// The user's own model: a TorchScript file run on reference and target (`mpscheck --model FILE.pt
+// --input SPEC ...`). Built into the host rather than loaded as a module, because its cases come
+// from the command line, not from a catalog.
+#pragma once
+
+#include <mpscheck/workload.hpp>
+
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace mpscheck {
+
+// One `--input` spec: DTYPE[d0,d1,...] with an optional integer range :LO..HI (HI excluded), e.g.
+// float32[1,3,224,224], int64[1,128]:0..30522, bool[1,128].
+struct InputSpec {
+  c10::ScalarType dtype = c10::kFloat;
+  std::vector<int64_t> shape;
+  int64_t lo = 0, hi = 10;
+  std::string text;
+};
+
+struct BadModelInput : std::invalid_argument {
+  using std::invalid_argument::invalid_argument;
+};
+
+// Throws BadModelInput naming the spec and what is wrong with it.
+InputSpec parse_input_spec(const std::string& text);
+
+struct TorchScriptOptions {
+  std::string path;
+  std::vector<InputSpec> inputs;
+};
+
+// The infer case, and the train case (backward of the sum of the outputs, parameter gradients
+// compared) when `train` is set.
+std::vector<std::unique_ptr<Workload>> make_torchscript_workloads(const TorchScriptOptions& options, bool train);
+
+// Loads the file and runs it once on CPU with the inputs; throws BadModelInput with one line when
+// the file is missing, is not TorchScript, or the inputs do not fit the model.
+void validate_torchscript(const TorchScriptOptions& options);
+
+}  // namespace mpscheck
