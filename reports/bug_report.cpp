@@ -1,0 +1,77 @@
+#include "reports/bug_report.hpp"
+
+#include <fmt/format.h>
+
+namespace mpscheck {
+
+namespace {
+std::string shape_text(const std::vector<std::int64_t>& s) { return fmt::format("[{}]", fmt::join(s, ", ")); }
+
+// Keeps a message inside a Markdown table cell.
+std::string cell(std::string s) {
+  for (auto& ch : s)
+    if (ch == '\n' || ch == '|') ch = ' ';
+  return s;
+}
+}  // namespace
+
+std::string case_file_name(const std::string& case_id) {
+  std::string out = case_id;
+  for (auto& ch : out)
+    if (!(std::isalnum(static_cast<unsigned char>(ch)) || ch == '-' || ch == '.' || ch == '_')) ch = '_';
+  return out;
+}
+
+std::string render_bug_report(const std::string& case_id, const CaseResult* r, const Workload* w,
+                              const nlohmann::json& env, const ReproTarget& target) {
+  std::string md;
+  const std::string device = target.device + (target.dtype == "float32" ? "" : " (" + target.dtype + ")");
+  if (r) {
+    md += fmt::format("### 🐛 Describe the bug\n\n`{}` gives **{}** on {} compared with the CPU float32 reference.\n\n", case_id,
+                      to_string(r->status), r->target.empty() ? device : r->target);
+    if (!r->message.empty()) md += "> " + cell(r->message) + "\n\n";
+  } else {
+    md += fmt::format("### 🐛 Describe the bug\n\n`{}` on {} (no mpscheck result given: pass --from REPORT.json to include the "
+                      "observed values).\n\n", case_id, device);
+  }
+
+  const std::string script = w ? w->reproducer(target) : std::string();
+  if (!script.empty()) {
+    md += "Minimal reproducer (only `torch`; compares CPU float32 with the target and prints both):\n\n```python\n" + script +
+          "```\n\n";
+  } else if (r && !r->first_diverging_layer.empty()) {
+    md += fmt::format("The model diverges first at layer `{}`; the mpscheck case `{}` reproduces it "
+                      "(`mpscheck --filter '^{}$' --target {}`).\n\n", r->first_diverging_layer, case_id, case_id, r->target);
+  } else {
+    md += fmt::format("Reproduce with mpscheck: `mpscheck --filter '^{}$' --target {}`.\n\n", case_id,
+                      r ? r->target : target.device);
+  }
+
+  if (r && !r->outputs.empty()) {
+    md += "#### Observed vs expected\n\n| output | shape | dtype (ref → target) | CPU (expected) | target (observed) | max abs | max rel | "
+          "elements off |\n|---|---|---|---|---|---|---|---|\n";
+    for (const auto& o : r->outputs) {
+      if (o.ok && r->status != Status::Pass) continue;
+      md += fmt::format("| `{}` | {} | {} → {} | {:.7g} | {:.7g} | {:.3g} | {:.3g} | {} of {} |\n", o.name, shape_text(o.shape),
+                        o.reference_dtype, o.target_dtype, o.reference_value, o.target_value, o.max_abs, o.max_rel,
+                        o.mismatches, o.numel);
+    }
+    md += fmt::format("\nTolerance: rtol {:g}, atol {:g}; seed {}.\n", r->rtol, r->atol, target.seed);
+    if (r->layer)
+      md += fmt::format("First diverging layer: `{}` (max abs error {:.3g}, {} of {} elements).\n", r->layer->name,
+                        r->layer->max_abs, r->layer->mismatches, r->layer->numel);
+    if (!r->attribution.empty())
+      md += fmt::format("Against a CPU float64 run, the fragile side is: {}.\n", r->attribution);
+    md += "\n";
+  }
+
+  md += "### Versions\n\n```\n";
+  for (const auto& [key, value] : env.items()) {
+    if (key == "parallel") continue;
+    md += fmt::format("{}: {}\n", key, value.is_string() ? value.get<std::string>() : value.dump());
+  }
+  md += "```\n";
+  return md;
+}
+
+}  // namespace mpscheck

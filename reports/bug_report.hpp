@@ -1,0 +1,22 @@
+// A Markdown issue body in the shape PyTorch's bug template asks for: summary, a minimal
+// self-contained reproducer, observed vs expected values, and the environment ("Versions").
+#pragma once
+
+#include "core/result.hpp"
+
+#include <mpscheck/workload.hpp>
+#include <nlohmann/json.hpp>
+
+#include <string>
+
+namespace mpscheck {
+
+// `result` may be null (no run yet: the report says so); `workload` may be null (case no longer
+// loaded: no reproducer, the case id and figures only).
+std::string render_bug_report(const std::string& case_id, const CaseResult* result, const Workload* workload,
+                              const nlohmann::json& environment, const ReproTarget& target);
+
+// A file name for a case id: '/' and other unsafe characters become '_'.
+std::string case_file_name(const std::string& case_id);
+
+}  // namespace mpscheck

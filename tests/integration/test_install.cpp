@@ -1,0 +1,38 @@
+// `cmake --install` gives a working binary, its plugins and an SDK an out-of-tree plugin builds against.
+#include "harness.hpp"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+using namespace mpscheck::testing;
+
+TEST(Install, OutOfTreePluginBuildsAgainstTheInstalledSdkAndRuns) {
+  const std::string dir = fresh_dir("install");
+  const std::string prefix = dir + "/prefix";
+  auto r = run_shell("cmake --install '" + std::string(MPSCHECK_BUILD_DIR) + "' --prefix '" + prefix + "'", dir);
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_TRUE(std::filesystem::exists(prefix + "/include/mpscheck/op.hpp"));
+  EXPECT_TRUE(std::filesystem::exists(prefix + "/lib/cmake/mpscheck/mpscheckConfig.cmake"));
+  EXPECT_TRUE(std::filesystem::exists(prefix + "/lib/mpscheck/plugins/mpscheck_ops_shape.so"));
+  EXPECT_FALSE(std::filesystem::exists(prefix + "/lib/mpscheck/plugins/mpscheck_faults.so"));  // test-only
+
+  r = run_shell("cmake -S '" + std::string(MPSCHECK_SOURCE_DIR) + "/examples/custom_plugin' -B example -DCMAKE_BUILD_TYPE=Release "
+                "-DCMAKE_PREFIX_PATH='" + prefix + "' && cmake --build example",
+                dir);
+  ASSERT_EQ(r.exit_code, 0) << r.out.substr(r.out.size() > 3000 ? r.out.size() - 3000 : 0) << r.err;
+
+  r = run_shell("NO_COLOR=1 '" + prefix + "/bin/mpscheck' --plugin-dir example --filter op/custom/ --target cpu --quick "
+                "--min-time 0.01",
+                dir);
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  const auto cases = cases_by_id(read_json_file(dir + "/mpscheck-report/report.json"));
+  EXPECT_EQ(cases.size(), 4u);  // 2 variants x forward/backward
+  for (const auto& [id, c] : cases) {
+    EXPECT_EQ(c["plugin"], "custom-example") << id;
+    EXPECT_EQ(c["status"], "pass") << id;
+  }
+  // The installed binary found its own plugins from bin/../lib/mpscheck/plugins.
+  r = run_shell("'" + prefix + "/bin/mpscheck' --list --filter op/shape/cat/f32/contiguous/forward", dir);
+  EXPECT_NE(r.out.find("op/shape/cat/f32/contiguous/forward"), std::string::npos) << r.err;
+}
