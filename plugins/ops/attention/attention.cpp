@@ -15,6 +15,10 @@ namespace {
 constexpr int64_t kB = 2, kH = 4, kLq = 8, kLk = 16, kD = 8;
 // Multi-head attention: batch-first x [B, L, E], E = H * D.
 constexpr int64_t kL = 16, kE = kH * kD;
+// Projection weights are randn scaled by 1/sqrt(E) inside the op, so scores stay O(1). Not
+// Arg::uniform: the SDK's Python draw for it does not parse (see report).
+const double kWScale = 1.0 / std::sqrt(static_cast<double>(kE));
+const std::string kPyWScale = python_number(kWScale);
 
 const double kInf = std::numeric_limits<double>::infinity();
 
@@ -70,30 +74,28 @@ const std::string kPyRow0Masked = "torch.cat([torch.ones_like(mask[:, :1]), mask
 
 // Multi-head attention, batch first: packed in-projection, heads split, attention, out-projection.
 std::vector<Arg> mha_args(bool key_padding) {
-  const double bound = 1.0 / std::sqrt(static_cast<double>(kE));  // nn.MultiheadAttention's init range
-  std::vector<Arg> a = {Arg::randn("x", {kB, kL, kE}), Arg::uniform("w_in", {3 * kE, kE}, -bound, bound),
-                        Arg::uniform("b_in", {3 * kE}, -bound, bound), Arg::uniform("w_out", {kE, kE}, -bound, bound),
-                        Arg::uniform("b_out", {kE}, -bound, bound)};
+  std::vector<Arg> a = {Arg::randn("x", {kB, kL, kE}), Arg::randn("w_in", {3 * kE, kE}), Arg::randn("b_in", {3 * kE}),
+                        Arg::randn("w_out", {kE, kE}), Arg::randn("b_out", {kE})};
   if (key_padding) a.push_back(Arg::mask("kpm", {kB, kL}));
   return a;
 }
 
 at::Tensor mha(const Tensors& a, bool key_padding) {
-  auto packed = at::linear(a[0], a[1], a[2]).chunk(3, -1);
+  auto packed = at::linear(a[0], a[1] * kWScale, a[2] * kWScale).chunk(3, -1);
   auto split = [](const at::Tensor& t) { return t.reshape({kB, kL, kH, kD}).transpose(1, 2); };
   at::Tensor s = scores(split(packed[0]), split(packed[1]));
   if (key_padding) s = s.masked_fill(a[5].unsqueeze(1).unsqueeze(2), -kInf);
   at::Tensor o = attend(s, split(packed[2])).transpose(1, 2).reshape({kB, kL, kE});
-  return at::linear(o, a[3], a[4]);
+  return at::linear(o, a[3] * kWScale, a[4] * kWScale);
 }
 
 std::string py_mha(bool key_padding) {
   const std::string s = key_padding ? py_scores() + ".masked_fill(kpm[:, None, None, :], float('-inf'))" : py_scores();
   const std::string dims = std::to_string(kB) + ", " + std::to_string(kL);
   return "torch.nn.functional.linear((lambda q, k, v: " + py_attend(s) + ")(*[t.reshape(" + dims + ", " +
-         std::to_string(kH) + ", " + std::to_string(kD) +
-         ").transpose(1, 2) for t in torch.nn.functional.linear(x, w_in, b_in).chunk(3, -1)])"
-         ".transpose(1, 2).reshape(" + dims + ", " + std::to_string(kE) + "), w_out, b_out)";
+         std::to_string(kH) + ", " + std::to_string(kD) + ").transpose(1, 2) for t in torch.nn.functional.linear(x, w_in * " + kPyWScale +
+         ", b_in * " + kPyWScale + ").chunk(3, -1)]).transpose(1, 2).reshape(" + dims + ", " + std::to_string(kE) +
+         "), w_out * " + kPyWScale + ", b_out * " + kPyWScale + ")";
 }
 
 }  // namespace

@@ -10,12 +10,16 @@ namespace {
 
 constexpr int64_t kBatch = 3, kIn = 8, kHidden = 12, kSeq = 5;
 
-// nn.LSTM/GRU/RNN initialise every weight and bias uniform in ±1/sqrt(hidden).
-const double kBound = 1.0 / std::sqrt(static_cast<double>(kHidden));
+// Weights are drawn randn and scaled by 1/sqrt(hidden) inside the op (nn.LSTM's init scale), so
+// gates do not saturate. Not Arg::uniform: the SDK's Python draw for it does not parse (see report).
+const double kScale = 1.0 / std::sqrt(static_cast<double>(kHidden));
+const std::string kPyScale = python_number(kScale);
 
-Arg weight(std::string name, std::vector<int64_t> shape) {
-  return Arg::uniform(std::move(name), std::move(shape), -kBound, kBound);
-}
+Arg weight(std::string name, std::vector<int64_t> shape) { return Arg::randn(std::move(name), std::move(shape)); }
+
+at::Tensor w(const at::Tensor& t) { return t * kScale; }
+std::string pyw(const std::string& name) { return name + " * " + kPyScale; }
+const std::string kPyCellWeights = pyw("w_ih") + ", " + pyw("w_hh") + ", " + pyw("b_ih") + ", " + pyw("b_hh") + ")";
 
 OpDef make(std::string op, std::vector<Arg> args, OpFn fn, std::string python) {
   OpDef d;
@@ -83,7 +87,8 @@ void add_layer(mpscheck::Catalog& catalog, const Layer& l) {
   std::vector<Arg> args = layer_args(l, names);
   const size_t first_weight = l.lstm ? 3 : 2;
   OpFn fn = [l, first_weight](const Tensors& a) {
-    std::vector<at::Tensor> params(a.begin() + static_cast<std::ptrdiff_t>(first_weight), a.end());
+    std::vector<at::Tensor> params;
+    for (size_t i = first_weight; i < a.size(); ++i) params.push_back(w(a[i]));
     if (l.lstm) {
       auto [out, hy, cy] = at::lstm(a[0], {a[1], a[2]}, params, true, l.layers, 0.0, false, l.bidirectional,
                                     l.batch_first);
@@ -93,7 +98,7 @@ void add_layer(mpscheck::Catalog& catalog, const Layer& l) {
     return Tensors{out, hy};
   };
   std::string list = "[";
-  for (size_t i = 0; i < names.size(); ++i) list += (i ? ", " : "") + names[i];
+  for (size_t i = 0; i < names.size(); ++i) list += (i ? ", " : "") + pyw(names[i]);
   list += "]";
   const std::string flags = std::string(", True, ") + std::to_string(l.layers) + ", 0.0, False, " +
                             (l.bidirectional ? "True" : "False") + ", " + (l.batch_first ? "True" : "False") + ")";
@@ -108,25 +113,25 @@ MPSCHECK_CATALOG(recurrent_cases) {
   add_op(catalog,
          make("lstm_cell", cell_args(4, true),
               [](const Tensors& a) {
-                auto [hy, cy] = at::lstm_cell(a[0], {a[1], a[2]}, a[3], a[4], a[5], a[6]);
+                auto [hy, cy] = at::lstm_cell(a[0], {a[1], a[2]}, w(a[3]), w(a[4]), w(a[5]), w(a[6]));
                 return Tensors{hy, cy};
               },
-              "torch.lstm_cell(x, (h, c), w_ih, w_hh, b_ih, b_hh)"),
+              "torch.lstm_cell(x, (h, c), " + kPyCellWeights),
          {c10::kFloat}, kCellVariants);
   add_op(catalog,
          make("gru_cell", cell_args(3, false),
-              [](const Tensors& a) { return Tensors{at::gru_cell(a[0], a[1], a[2], a[3], a[4], a[5])}; },
-              "torch.gru_cell(x, h, w_ih, w_hh, b_ih, b_hh)"),
+              [](const Tensors& a) { return Tensors{at::gru_cell(a[0], a[1], w(a[2]), w(a[3]), w(a[4]), w(a[5]))}; },
+              "torch.gru_cell(x, h, " + kPyCellWeights),
          {c10::kFloat}, kCellVariants);
   add_op(catalog,
          make("rnn_tanh_cell", cell_args(1, false),
-              [](const Tensors& a) { return Tensors{at::rnn_tanh_cell(a[0], a[1], a[2], a[3], a[4], a[5])}; },
-              "torch.rnn_tanh_cell(x, h, w_ih, w_hh, b_ih, b_hh)"),
+              [](const Tensors& a) { return Tensors{at::rnn_tanh_cell(a[0], a[1], w(a[2]), w(a[3]), w(a[4]), w(a[5]))}; },
+              "torch.rnn_tanh_cell(x, h, " + kPyCellWeights),
          {c10::kFloat}, kCellVariants);
   add_op(catalog,
          make("rnn_relu_cell", cell_args(1, false),
-              [](const Tensors& a) { return Tensors{at::rnn_relu_cell(a[0], a[1], a[2], a[3], a[4], a[5])}; },
-              "torch.rnn_relu_cell(x, h, w_ih, w_hh, b_ih, b_hh)"),
+              [](const Tensors& a) { return Tensors{at::rnn_relu_cell(a[0], a[1], w(a[2]), w(a[3]), w(a[4]), w(a[5]))}; },
+              "torch.rnn_relu_cell(x, h, " + kPyCellWeights),
          {c10::kFloat}, kCellVariants);
 
   for (const Layer& l : std::vector<Layer>{
