@@ -22,6 +22,9 @@ const std::string kPyWScale = python_number(kWScale);
 
 const double kInf = std::numeric_limits<double>::infinity();
 
+// bfloat16 runs on CPU for all of these (float16 matmul does not, in LibTorch 1.13).
+const std::vector<c10::ScalarType> kDtypes = {c10::kFloat, c10::kBFloat16};
+
 const std::string kScale = python_number(std::sqrt(static_cast<double>(kD)));
 
 OpDef make(std::string op, std::vector<Arg> args, std::function<at::Tensor(const Tensors&)> fn,
@@ -103,7 +106,7 @@ std::string py_mha(bool key_padding) {
 MPSCHECK_CATALOG(attention_cases) {
   add_op(catalog, make("sdpa", qkv(), [](const Tensors& a) { return attend(scores(a[0], a[1]), a[2]); },
                        py_attend(py_scores())),
-         {c10::kFloat}, kQkvVariants);
+         kDtypes, kQkvVariants);
 
   // Boolean key padding mask [B, Lk], True = masked: -inf before the softmax.
   {
@@ -115,7 +118,7 @@ MPSCHECK_CATALOG(attention_cases) {
                   return attend(scores(a[0], a[1]).masked_fill(a[3].unsqueeze(1).unsqueeze(2), -kInf), a[2]);
                 },
                 py_attend(py_scores() + ".masked_fill(mask[:, None, None, :], float('-inf'))")),
-           {c10::kFloat},
+           kDtypes,
            {Variant::contiguous(), Variant::transposed("k"), Variant::sliced("q"), Variant::expanded("mask")});
   }
 
@@ -141,7 +144,7 @@ MPSCHECK_CATALOG(attention_cases) {
               },
               py_attend(py_scores() + ".masked_fill(torch.ones(" + std::to_string(kLk) + ", " +
                         std::to_string(kLk) + ", dtype=torch.bool, device=q.device).triu(1), float('-inf'))")),
-         {c10::kFloat}, kQkvVariants);
+         kDtypes, kQkvVariants);
 
   // Fully masked query row with -inf: softmax over all -inf is NaN on CPU too, so that row is NaN on
   // both sides, which the comparison counts as agreement (NaN == NaN). Forward only: in backward the
@@ -166,14 +169,14 @@ MPSCHECK_CATALOG(attention_cases) {
                       },
                       py_attend("(lambda s: s.masked_fill(" + kPyRow0Masked + "[:, None], torch.finfo(s.dtype).min))(" +
                                 py_scores() + ")"));
-    add_op(catalog, safe, {c10::kFloat}, {Variant::contiguous(), Variant::transposed("k"), Variant::expanded("mask")});
+    add_op(catalog, safe, kDtypes, {Variant::contiguous(), Variant::transposed("k"), Variant::expanded("mask")});
   }
 
   add_op(catalog, make("mha", mha_args(false), [](const Tensors& a) { return mha(a, false); }, py_mha(false)),
-         {c10::kFloat}, {Variant::contiguous(), Variant::transposed("w_in"), Variant::sliced("x")});
+         kDtypes, {Variant::contiguous(), Variant::transposed("w_in"), Variant::sliced("x")});
   add_op(catalog,
          make("mha_key_padding", mha_args(true), [](const Tensors& a) { return mha(a, true); }, py_mha(true)),
-         {c10::kFloat}, {Variant::contiguous(), Variant::transposed("w_in"), Variant::expanded("kpm")});
+         kDtypes, {Variant::contiguous(), Variant::transposed("w_in"), Variant::expanded("kpm")});
 
 #if TORCH_VERSION_MAJOR >= 2
   // The fused kernel (flash / memory-efficient / math, chosen by the backend). Its boolean mask is

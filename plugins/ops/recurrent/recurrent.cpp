@@ -10,6 +10,9 @@ namespace {
 
 constexpr int64_t kBatch = 3, kIn = 8, kHidden = 12, kSeq = 5;
 
+// bfloat16 runs on CPU for every cell and layer (float16 addmm does not, in LibTorch 1.13).
+const std::vector<c10::ScalarType> kDtypes = {c10::kFloat, c10::kBFloat16};
+
 // Weights are drawn randn and scaled by 1/sqrt(hidden) inside the op (nn.LSTM's init scale), so
 // gates do not saturate. Not Arg::uniform: the SDK's Python draw for it does not parse (see report).
 const double kScale = 1.0 / std::sqrt(static_cast<double>(kHidden));
@@ -103,7 +106,7 @@ void add_layer(mpscheck::Catalog& catalog, const Layer& l) {
   const std::string flags = std::string(", True, ") + std::to_string(l.layers) + ", 0.0, False, " +
                             (l.bidirectional ? "True" : "False") + ", " + (l.batch_first ? "True" : "False") + ")";
   std::string python = l.lstm ? "torch.lstm(x, (h, c), " + list + flags : "torch.gru(x, h, " + list + flags;
-  add_op(catalog, make(l.name, std::move(args), std::move(fn), std::move(python)), {c10::kFloat},
+  add_op(catalog, make(l.name, std::move(args), std::move(fn), std::move(python)), kDtypes,
          {Variant::contiguous(), Variant::transposed("w_hh_l0"), Variant::sliced("x")});
 }
 
@@ -117,22 +120,22 @@ MPSCHECK_CATALOG(recurrent_cases) {
                 return Tensors{hy, cy};
               },
               "torch.lstm_cell(x, (h, c), " + kPyCellWeights),
-         {c10::kFloat}, kCellVariants);
+         kDtypes, kCellVariants);
   add_op(catalog,
          make("gru_cell", cell_args(3, false),
               [](const Tensors& a) { return Tensors{at::gru_cell(a[0], a[1], w(a[2]), w(a[3]), w(a[4]), w(a[5]))}; },
               "torch.gru_cell(x, h, " + kPyCellWeights),
-         {c10::kFloat}, kCellVariants);
+         kDtypes, kCellVariants);
   add_op(catalog,
          make("rnn_tanh_cell", cell_args(1, false),
               [](const Tensors& a) { return Tensors{at::rnn_tanh_cell(a[0], a[1], w(a[2]), w(a[3]), w(a[4]), w(a[5]))}; },
               "torch.rnn_tanh_cell(x, h, " + kPyCellWeights),
-         {c10::kFloat}, kCellVariants);
+         kDtypes, kCellVariants);
   add_op(catalog,
          make("rnn_relu_cell", cell_args(1, false),
               [](const Tensors& a) { return Tensors{at::rnn_relu_cell(a[0], a[1], w(a[2]), w(a[3]), w(a[4]), w(a[5]))}; },
               "torch.rnn_relu_cell(x, h, " + kPyCellWeights),
-         {c10::kFloat}, kCellVariants);
+         kDtypes, kCellVariants);
 
   for (const Layer& l : std::vector<Layer>{
            {"lstm", 4, true, 1, false, false},
