@@ -158,7 +158,9 @@ Status classify_exception(const std::string& message) {
   std::transform(m.begin(), m.end(), m.begin(), [](unsigned char c) { return std::tolower(c); });
   static const char* const kUnsupported[] = {
       "not implemented", "not currently implemented", "not supported", "notimplementederror", "could not run '",
-      "does not support", "unsupported", "is not available for", "not linked with support"};
+      "does not support", "unsupported", "is not available for", "not linked with support",
+      // dtype gaps phrased as type errors by LibTorch's kernels
+      "expected scalar type", "to have one of the following scalar types", "expected both inputs to be half, float or double"};
   for (const char* p : kUnsupported)
     if (m.find(p) != std::string::npos) return Status::Unsupported;
   return Status::Error;

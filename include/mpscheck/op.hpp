@@ -242,7 +242,8 @@ inline at::Tensor draw(const Arg& a, c10::ScalarType case_dtype, at::Generator& 
   c10::ScalarType t = a.dtype == c10::ScalarType::Undefined ? case_dtype : a.dtype;
   switch (a.fill) {
     case Fill::Normal:
-      if (!c10::isFloatingType(t) && t != c10::kBool)
+      if (t == c10::kBool) return at::randint(0, 2, shape, gen, at::TensorOptions().dtype(c10::kLong)).to(c10::kBool);
+      if (!c10::isFloatingType(t))
         return at::randint(-8, 8, shape, gen, at::TensorOptions().dtype(c10::kLong)).to(t);
       return at::randn(shape, gen, at::kFloat);
     case Fill::Uniform:
@@ -265,6 +266,7 @@ inline std::string python_draw(const Arg& a, c10::ScalarType case_dtype) {
   const bool integral = !c10::isFloatingType(t) && t != c10::kBool;
   switch (a.fill) {
     case Fill::Normal:
+      if (t == c10::kBool) return "torch.randint(0, 2, " + shape + ", generator=gen).bool()";
       if (integral) return "torch.randint(-8, 8, " + shape + ", generator=gen).to(" + dtype_python(t) + ")";
       return "torch.randn(" + shape + ", generator=gen)";
     case Fill::Uniform:
@@ -420,7 +422,7 @@ inline std::string OpWorkload::reproducer(const ReproTarget& target) const {
   for (const Arg& a : def_.args) {
     c10::ScalarType t = a.dtype == c10::ScalarType::Undefined ? dtype_ : a.dtype;
     const std::string dt = c10::isFloatingType(t) ? "dtype" : dtype_python(t);
-    py << "    base = " << python_draw(a, dtype_) << ".to(device=device, dtype=" << dt << ")\n";
+    py << "    base = (" << python_draw(a, dtype_) << ").to(device=device, dtype=" << dt << ")\n";
     if (backward_ && a.grad && c10::isFloatingType(t)) py << "    base.requires_grad_(True)\n";
     py << "    leaves.append((\"" << a.name << "\", base))\n"
        << "    args[\"" << a.name << "\"] = " << python_layout("base", a) << "\n";

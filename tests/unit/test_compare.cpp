@@ -119,3 +119,9 @@ TEST(ExceptionClassification, MessagesAreOneTidyLine) {
   EXPECT_EQ(tidy_exception_message("bad thing\nException raised from foo at bar.cpp:1\nframe #0"), "bad thing");
   EXPECT_EQ(tidy_exception_message(std::string(1000, 'x')).size(), 400u);
 }
+
+TEST(ExceptionClassification, DtypeGapsPhrasedAsTypeErrorsAreUnsupported) {
+  EXPECT_EQ(classify_exception("expected scalar type ComplexDouble but found ComplexFloat"), Status::Unsupported);
+  EXPECT_EQ(classify_exception("Expected tensor for argument #1 'indices' to have one of the following scalar types: Long, Int"),
+            Status::Unsupported);
+}
