@@ -195,8 +195,8 @@ int run_mpscheck(int argc, char** argv) {
   std::vector<std::unique_ptr<Workload>> builtin;
   if (!cfg.model_path.empty()) {
     try {
-      TorchScriptOptions ts{std::filesystem::absolute(cfg.model_path).string(), {}};
-      for (const auto& spec : cfg.model_inputs) ts.inputs.push_back(parse_input_spec(spec));
+      const TorchScriptOptions ts =
+          torchscript_options(std::filesystem::absolute(cfg.model_path).string(), cfg.model_inputs);
       validate_torchscript(ts);
       builtin = make_torchscript_workloads(ts, cfg.train);
     } catch (const BadModelInput& e) {
@@ -204,9 +204,8 @@ int run_mpscheck(int argc, char** argv) {
       return kExitUsage;
     }
   }
-  static const PluginInfo kBuiltin{"<built in>", "torchscript", kVersion};
   std::vector<RegisteredWorkload> all = host.workloads();
-  for (const auto& w : builtin) all.push_back({w.get(), &kBuiltin});
+  for (const auto& w : builtin) all.push_back({w.get(), &PluginHost::builtin_info()});
   std::unique_ptr<Registry> registry;
   try {
     registry = std::make_unique<Registry>(all);

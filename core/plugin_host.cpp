@@ -98,6 +98,11 @@ std::vector<RegisteredWorkload> PluginHost::workloads() const {
   return out;
 }
 
+const PluginInfo& PluginHost::builtin_info() {
+  static const PluginInfo info{"<built in>", "torchscript", "built in"};
+  return info;
+}
+
 fs::path PluginHost::default_plugin_dir() {
   boost::dll::fs::error_code ec;
   const fs::path exe_dir = boost::dll::program_location(ec).parent_path();

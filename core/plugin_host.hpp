@@ -47,6 +47,8 @@ class PluginHost {
   // The folder of plugins that ships next to the executable (build/plugins, or
   // <prefix>/lib/mpscheck/plugins once installed); empty if neither exists.
   static std::filesystem::path default_plugin_dir();
+  // Stands in as the plugin of workloads built into the host (the user's TorchScript model).
+  static const PluginInfo& builtin_info();
 
  private:
   struct Entry;

@@ -4,7 +4,6 @@
 #include "core/plugin_host.hpp"
 #include "core/registry.hpp"
 #include "core/target.hpp"
-#include "core/version.hpp"
 #include "plugins/torchscript/torchscript_workload.hpp"
 
 #include <ATen/Parallel.h>
@@ -97,13 +96,10 @@ int worker_main() {
   for (const auto& d : cfg.value("plugin_dirs", std::vector<std::string>{})) host.load_directory(d);
   std::vector<RegisteredWorkload> all = host.workloads();
   std::vector<std::unique_ptr<Workload>> builtin;
-  static const PluginInfo kBuiltin{"<built in>", "torchscript", kVersion};
-  if (const std::string model = cfg.value("model", ""); !model.empty()) {
-    TorchScriptOptions ts{model, {}};
-    for (const auto& spec : cfg.value("inputs", std::vector<std::string>{})) ts.inputs.push_back(parse_input_spec(spec));
-    builtin = make_torchscript_workloads(ts, cfg.value("train", false));
-  }
-  for (const auto& w : builtin) all.push_back({w.get(), &kBuiltin});
+  if (const std::string model = cfg.value("model", ""); !model.empty())
+    builtin = make_torchscript_workloads(
+        torchscript_options(model, cfg.value("inputs", std::vector<std::string>{})), cfg.value("train", false));
+  for (const auto& w : builtin) all.push_back({w.get(), &PluginHost::builtin_info()});
   const Registry registry(all);
   write_all(kResultFd, nlohmann::json{{"ready", true}, {"cases", registry.size()}}.dump() + "\n");
 

@@ -79,6 +79,14 @@ struct Arg {
     a.grad = false;
     return a;
   }
+  // Integer values in the case dtype, with a gradient: sums of them are exact in any order and
+  // dtype, for accumulating ops (scatter_add, index_put with accumulate, ...).
+  static Arg exact_integers(std::string name, std::vector<int64_t> shape, int64_t lo, int64_t hi) {
+    Arg a = integers(std::move(name), std::move(shape), lo, hi);
+    a.dtype = c10::ScalarType::Undefined;
+    a.grad = true;
+    return a;
+  }
   static Arg mask(std::string name, std::vector<int64_t> shape) {
     Arg a{std::move(name), std::move(shape)};
     a.fill = Fill::Bool;

@@ -1,5 +1,7 @@
 #include "torchscript_workload.hpp"
 
+#include "checks/compare.hpp"
+
 #include <ATen/CPUGeneratorImpl.h>
 #include <fmt/format.h>
 #include <torch/script.h>
@@ -11,15 +13,6 @@ namespace mpscheck {
 
 namespace {
 
-std::string first_line(const std::string& what) {
-  std::string m = what;
-  const auto bt = m.find("Exception raised from");
-  if (bt != std::string::npos) m.erase(bt);
-  const auto nl = m.find('\n');
-  if (nl != std::string::npos) m.erase(nl);
-  if (m.size() > 300) m = m.substr(0, 297) + "...";
-  return m;
-}
 
 c10::ScalarType dtype_named(const std::string& name, const std::string& spec) {
   static const std::pair<const char*, c10::ScalarType> kNames[] = {
@@ -163,6 +156,12 @@ InputSpec parse_input_spec(const std::string& text) {
   return s;
 }
 
+TorchScriptOptions torchscript_options(const std::string& path, const std::vector<std::string>& specs) {
+  TorchScriptOptions o{path, {}};
+  for (const auto& spec : specs) o.inputs.push_back(parse_input_spec(spec));
+  return o;
+}
+
 std::vector<std::unique_ptr<Workload>> make_torchscript_workloads(const TorchScriptOptions& options, bool train) {
   std::vector<std::unique_ptr<Workload>> out;
   out.push_back(std::make_unique<TorchScriptWorkload>(options, false));
@@ -182,13 +181,13 @@ void validate_torchscript(const TorchScriptOptions& options) {
   } catch (const std::exception& e) {
     throw BadModelInput(fmt::format("--model {} is not a readable TorchScript file ({}); save it with "
                                     "torch.jit.script(model).save() or torch.jit.trace(...).save()",
-                                    options.path, first_line(e.what())));
+                                    options.path, tidy_exception_message(e.what())));
   }
   try {
     TorchScriptInstance probe(options, false, Setup{}, Placement{});
     probe.run();
   } catch (const std::exception& e) {
-    throw BadModelInput(fmt::format("--model {}: the inputs do not fit the model ({})", options.path, first_line(e.what())));
+    throw BadModelInput(fmt::format("--model {}: the inputs do not fit the model ({})", options.path, tidy_exception_message(e.what())));
   }
 }
 

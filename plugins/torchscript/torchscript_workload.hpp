@@ -33,6 +33,9 @@ struct TorchScriptOptions {
   std::vector<InputSpec> inputs;
 };
 
+// Options from a path and --input spec strings; throws BadModelInput for a bad spec.
+TorchScriptOptions torchscript_options(const std::string& path, const std::vector<std::string>& specs);
+
 // The infer case, and the train case (backward of the sum of the outputs, parameter gradients
 // compared) when `train` is set.
 std::vector<std::unique_ptr<Workload>> make_torchscript_workloads(const TorchScriptOptions& options, bool train);

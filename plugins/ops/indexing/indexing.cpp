@@ -30,13 +30,6 @@ OpDef def(std::string op, std::vector<Arg> args, OpFn fn, std::string python, bo
   return d;
 }
 
-// Integer-valued values in the case dtype, with a gradient: sums of them are exact in any order.
-Arg exact(std::string name, std::vector<int64_t> shape, int64_t lo, int64_t hi) {
-  Arg a = Arg::integers(std::move(name), std::move(shape), lo, hi);
-  a.dtype = c10::ScalarType::Undefined;
-  a.grad = true;
-  return a;
-}
 
 // A tie-free permutation of 0..n-1 along `dim` from an integer key (stable sort breaks ties).
 at::Tensor permutation(const at::Tensor& key, int64_t dim = -1) {
@@ -237,7 +230,7 @@ MPSCHECK_CATALOG(indexing_cases) {
   // ----- scatters with accumulation: integer-valued inputs, duplicate indices -----
   add_op(catalog,
          def("scatter_add",
-             {exact("x", {32, 48}, -4, 5), exact("src", {32, 64}, -4, 5), Arg::integers("index", {32, 64}, 0, 48)},
+             {Arg::exact_integers("x", {32, 48}, -4, 5), Arg::exact_integers("src", {32, 64}, -4, 5), Arg::integers("index", {32, 64}, 0, 48)},
              [](const Tensors& a) { return Tensors{at::scatter_add(a[0], 1, a[2], a[1])}; },
              "torch.scatter_add(x, 1, index, src)"),
          kAll, {contiguous, Variant::transposed("x"), named("transposed_src", Layout::Transposed, "src"),
@@ -247,8 +240,8 @@ MPSCHECK_CATALOG(indexing_cases) {
     // prod draws from {1, 2} so products stay exact; amax/amin ties are exact too, so the
     // gradient is split among the same elements in every dtype.
     const bool prod = r == "prod";
-    Arg x = prod ? exact("x", {32, 48}, 1, 3) : exact("x", {32, 48}, -4, 5);
-    Arg src = prod ? exact("src", {32, 64}, 1, 3) : exact("src", {32, 64}, -4, 5);
+    Arg x = prod ? Arg::exact_integers("x", {32, 48}, 1, 3) : Arg::exact_integers("x", {32, 48}, -4, 5);
+    Arg src = prod ? Arg::exact_integers("src", {32, 64}, 1, 3) : Arg::exact_integers("src", {32, 64}, -4, 5);
     add_op(catalog,
            def("scatter_reduce_" + r, {x, src, Arg::integers("index", {32, 64}, 0, 48)},
                [r](const Tensors& a) { return Tensors{at::scatter_reduce(a[0], 1, a[2], a[1], r, true)}; },
@@ -257,7 +250,7 @@ MPSCHECK_CATALOG(indexing_cases) {
   }
   add_op(catalog,
          def("index_put_accumulate",
-             {exact("x", {64, 32}, -4, 5), exact("values", {100, 32}, -4, 5), Arg::integers("index", {100}, 0, 64)},
+             {Arg::exact_integers("x", {64, 32}, -4, 5), Arg::exact_integers("values", {100, 32}, -4, 5), Arg::integers("index", {100}, 0, 64)},
              [](const Tensors& a) {
                return Tensors{at::index_put(a[0], c10::List<c10::optional<at::Tensor>>({a[2]}), a[1], true)};
              },
@@ -265,13 +258,13 @@ MPSCHECK_CATALOG(indexing_cases) {
          kAll, {contiguous, Variant::transposed("x"), named("transposed_values", Layout::Transposed, "values")});
   add_op(catalog,
          def("index_add",
-             {exact("x", {64, 32}, -4, 5), exact("src", {100, 32}, -4, 5), Arg::integers("index", {100}, 0, 64)},
+             {Arg::exact_integers("x", {64, 32}, -4, 5), Arg::exact_integers("src", {100, 32}, -4, 5), Arg::integers("index", {100}, 0, 64)},
              [](const Tensors& a) { return Tensors{at::index_add(a[0], 0, a[2], a[1])}; },
              "torch.index_add(x, 0, index, src)"),
          kAll, {contiguous, Variant::transposed("x"), Variant::sliced("src")});
   add_op(catalog,
          def("index_add_alpha",
-             {exact("x", {32, 64}, -4, 5), exact("src", {32, 100}, -4, 5), Arg::integers("index", {100}, 0, 64)},
+             {Arg::exact_integers("x", {32, 64}, -4, 5), Arg::exact_integers("src", {32, 100}, -4, 5), Arg::integers("index", {100}, 0, 64)},
              [](const Tensors& a) { return Tensors{at::index_add(a[0], 1, a[2], a[1], 2)}; },
              "torch.index_add(x, 1, index, src, alpha=2)"),
          kAll, {contiguous, Variant::transposed("x")});
@@ -347,7 +340,7 @@ MPSCHECK_CATALOG(indexing_cases) {
          {c10::kFloat}, {Variant{"large", [](std::vector<Arg>&) {}}});
   add_op(catalog,
          def("scatter_add_large",
-             {exact("x", {kLarge}, -4, 5), exact("src", {1 << 16}, -4, 5), Arg::integers("index", {1 << 16}, 1 << 23, kLarge)},
+             {Arg::exact_integers("x", {kLarge}, -4, 5), Arg::exact_integers("src", {1 << 16}, -4, 5), Arg::integers("index", {1 << 16}, 1 << 23, kLarge)},
              [](const Tensors& a) { return Tensors{at::scatter_add(a[0], 0, a[2], a[1])}; },
              "torch.scatter_add(x, 0, index, src)", false, {"large"}),
          {c10::kFloat}, {Variant{"large", [](std::vector<Arg>&) {}}});

@@ -28,13 +28,6 @@ OpDef def(std::string op, std::vector<Arg> args, OpFn fn, std::string python, bo
   return d;
 }
 
-// Integer-valued values in the case dtype, with a gradient.
-Arg exact(std::string name, std::vector<int64_t> shape, int64_t lo, int64_t hi) {
-  Arg a = Arg::integers(std::move(name), std::move(shape), lo, hi);
-  a.dtype = c10::ScalarType::Undefined;
-  a.grad = true;
-  return a;
-}
 
 at::Tensor permutation(const at::Tensor& key, int64_t dim) {
   return std::get<1>(at::sort(key, c10::optional<bool>(true), dim, false));
@@ -48,7 +41,7 @@ std::string distinct_py(int64_t dim = -1) {
   return "(x + 4 * torch.sort(key, dim=" + std::to_string(dim) + ", stable=True).indices.to(x.dtype))";
 }
 std::vector<Arg> distinct_args(std::vector<int64_t> shape) {
-  return {exact("x", shape, 0, 4), Arg::integers("key", shape, 0, 1 << 20)};
+  return {Arg::exact_integers("x", shape, 0, 4), Arg::integers("key", shape, 0, 1 << 20)};
 }
 
 Tensors pair(const std::tuple<at::Tensor, at::Tensor>& t) { return Tensors{std::get<0>(t), std::get<1>(t)}; }
@@ -76,12 +69,12 @@ MPSCHECK_CATALOG(sort_cases) {
          kAll, strided);
   // Many ties on purpose: a stable sort defines the order of equal values.
   add_op(catalog,
-         def("sort_stable_ties", {exact("x", {16, 64}, -4, 5)},
+         def("sort_stable_ties", {Arg::exact_integers("x", {16, 64}, -4, 5)},
              [](const Tensors& a) { return pair(at::sort(a[0], c10::optional<bool>(true), -1, false)); },
              "torch.sort(x, dim=-1, stable=True)"),
          kAll, {contiguous, Variant::transposed("x"), Variant::sliced("x")});
   add_op(catalog,
-         def("sort_stable_ties_descending", {exact("x", {16, 64}, -4, 5)},
+         def("sort_stable_ties_descending", {Arg::exact_integers("x", {16, 64}, -4, 5)},
              [](const Tensors& a) { return pair(at::sort(a[0], c10::optional<bool>(true), -1, true)); },
              "torch.sort(x, dim=-1, descending=True, stable=True)"),
          kAll, {contiguous, Variant::transposed("x")});
@@ -128,7 +121,7 @@ MPSCHECK_CATALOG(sort_cases) {
   // The most frequent value is clamp(p - 40, 0) = 0 (41 times) plus a per-row offset; which of the
   // equal elements mode's index names is not defined, so only the values are compared.
   add_op(catalog,
-         def("mode", {Arg::integers("key", {16, 64}, 0, 1 << 20), exact("x", {16, 1}, 0, 5)},
+         def("mode", {Arg::integers("key", {16, 64}, 0, 1 << 20), Arg::exact_integers("x", {16, 1}, 0, 5)},
              [](const Tensors& a) {
                at::Tensor v = at::clamp_min(permutation(a[0], -1) - 40, 0).to(a[1].scalar_type()) + a[1];
                return Tensors{std::get<0>(at::mode(v, -1))};
@@ -157,7 +150,7 @@ MPSCHECK_CATALOG(sort_cases) {
 
   // ----- unique -----
   add_op(catalog,
-         def("unique", {exact("x", {16, 64}, -6, 7)},
+         def("unique", {Arg::exact_integers("x", {16, 64}, -6, 7)},
              [](const Tensors& a) {
                auto t = at::_unique2(a[0], true, true, true);
                return Tensors{std::get<0>(t), std::get<1>(t), std::get<2>(t)};
@@ -165,7 +158,7 @@ MPSCHECK_CATALOG(sort_cases) {
              "torch.unique(x, sorted=True, return_inverse=True, return_counts=True)", false),
          kNoHalf, strided);
   add_op(catalog,
-         def("unique_dim", {exact("x", {40, 3}, 0, 3)},
+         def("unique_dim", {Arg::exact_integers("x", {40, 3}, 0, 3)},
              [](const Tensors& a) {
                auto t = at::unique_dim(a[0], 0, true, true, true);
                return Tensors{std::get<0>(t), std::get<1>(t), std::get<2>(t)};
@@ -173,7 +166,7 @@ MPSCHECK_CATALOG(sort_cases) {
              "torch.unique(x, sorted=True, return_inverse=True, return_counts=True, dim=0)", false),
          kNoHalf, {contiguous, Variant::transposed("x")});
   add_op(catalog,
-         def("unique_consecutive", {exact("x", {200}, 0, 3)},
+         def("unique_consecutive", {Arg::exact_integers("x", {200}, 0, 3)},
              [](const Tensors& a) {
                auto t = at::unique_consecutive(a[0], true, true);
                return Tensors{std::get<0>(t), std::get<1>(t), std::get<2>(t)};
@@ -195,7 +188,7 @@ MPSCHECK_CATALOG(sort_cases) {
   for (bool right : {false, true}) {
     const std::string side = right ? "right" : "left";
     std::vector<Arg> args = distinct_args({8, 64});
-    args.push_back(exact("q", {8, 40}, -8, 264));
+    args.push_back(Arg::exact_integers("q", {8, 40}, -8, 264));
     add_op(catalog,
            def("searchsorted_" + side, args,
                [right](const Tensors& a) {
@@ -204,7 +197,7 @@ MPSCHECK_CATALOG(sort_cases) {
                "torch.searchsorted(" + B + ", q, right=" + (right ? "True" : "False") + ")", false),
            kAll, {contiguous, Variant::transposed("q"), Variant::sliced("q")});
     std::vector<Arg> bargs = distinct_args({1, 64});
-    bargs.push_back(exact("q", {16, 20}, -8, 264));
+    bargs.push_back(Arg::exact_integers("q", {16, 20}, -8, 264));
     add_op(catalog,
            def("bucketize_" + side, bargs,
                [right](const Tensors& a) {
@@ -215,7 +208,7 @@ MPSCHECK_CATALOG(sort_cases) {
   }
   {
     std::vector<Arg> args = distinct_args({8, 64});
-    args.push_back(exact("q", {8, 40}, -8, 264));
+    args.push_back(Arg::exact_integers("q", {8, 40}, -8, 264));
     add_op(catalog,
            def("searchsorted_int32", args,
                [](const Tensors& a) {
