@@ -40,8 +40,9 @@ std::map<std::string, nlohmann::json>* FaultRun::cases_;
 TEST_F(FaultRun, ExitsOneBecauseOfFindings) { EXPECT_EQ(result_->exit_code, 1) << result_->err; }
 
 TEST_F(FaultRun, ReportHasEveryCase) {
-  EXPECT_EQ(cases_->size(), 10u + 4u);
-  EXPECT_EQ((*report_)["summary"]["total"], 14);
+  // Ten planted faults, the planted catalog op (2 layouts x forward/backward), four healthy ops.
+  EXPECT_EQ(cases_->size(), 10u + 4u + 4u);
+  EXPECT_EQ((*report_)["summary"]["total"], 18);
 }
 
 TEST_F(FaultRun, CrashesNameTheirSignal) {
@@ -74,6 +75,29 @@ TEST_F(FaultRun, NumericFaults) {
   EXPECT_NEAR(wrong["outputs"][0]["max_abs"].get<double>(), 1e-3, 1e-6);
 }
 
+// A catalog op (OpDef, layouts, forward and backward) whose target moves element 5 of its first
+// output by 0.25: the catalog reports a mismatch of exactly that size at that element, in both
+// layouts and both directions, and the float64 gold run blames the target, not float32.
+TEST_F(FaultRun, PlantedCatalogOpIsAMismatchOfThePlantedSize) {
+  for (const char* layout : {"contiguous", "transposed"}) {
+    for (const char* mode : {"forward", "backward"}) {
+      const std::string id = std::string("op/faults/linear_planted/f32/") + layout + "/" + mode;
+      SCOPED_TRACE(id);
+      const auto& c = at(id);
+      EXPECT_EQ(c["status"], "mismatch") << c["message"];
+      const auto& first = c["outputs"][0];
+      EXPECT_EQ(first["name"], std::string(mode) == std::string("forward") ? "out" : "grad/x");
+      EXPECT_EQ(first["mismatches"], 1);
+      EXPECT_EQ(first["first_mismatch"], 5);
+      EXPECT_NEAR(first["max_abs"].get<double>(), 0.25, 1e-5);
+      // Only the first output carries the plant: the weight and bias gradients agree exactly.
+      for (size_t i = 1; i < c["outputs"].size(); ++i) EXPECT_EQ(c["outputs"][i]["max_abs"].get<double>(), 0.0);
+      EXPECT_EQ(c["attribution"], "target");
+      EXPECT_EQ(c["recommendation"], "blocked");
+    }
+  }
+}
+
 TEST_F(FaultRun, SlowTargetIsSlowerAndStillPasses) {
   EXPECT_EQ(at("op/faults/slow")["status"], "pass");
   EXPECT_EQ(at("op/faults/slow")["speed_class"], "slower");
@@ -89,7 +113,7 @@ TEST_F(FaultRun, HealthyCasesAroundTheFaultsPass) {
 
 TEST_F(FaultRun, JournalHasOneLinePerCaseAfterItsHeader) {
   const std::string journal = read_text_file(*dir_ + "/mpscheck-report/journal.jsonl");
-  EXPECT_EQ(std::count(journal.begin(), journal.end(), '\n'), 1 + 14);
+  EXPECT_EQ(std::count(journal.begin(), journal.end(), '\n'), 1 + 18);
 }
 
 }  // namespace
