@@ -5,8 +5,9 @@
 set -euo pipefail
 packages=(cmake g++ make ccache libtorch-dev libopenblas0-pthread libboost-dev libboost-program-options-dev
           libfmt-dev libgtest-dev nlohmann-json3-dev)
-# The tests also run Python reproducers and export TorchScript models with Debian's PyTorch.
-if [[ "${1:-}" == "--with-test-tools" ]]; then packages+=(python3-torch python3-torchvision); fi
+# The tests also run Python reproducers and export TorchScript models with Debian's PyTorch, and
+# render the HTML report in a headless Chromium.
+if [[ "${1:-}" == "--with-test-tools" ]]; then packages+=(python3-torch python3-torchvision chromium); fi
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -1,0 +1,60 @@
+// The HTML report as a browser sees it: Debian's Chromium, headless, loads the file from a run with
+// planted faults, runs its script, and the resulting DOM still has the charts, the findings table
+// with every finding, and the coverage matrix; a screenshot of the page is a real, non-blank image.
+#include "harness.hpp"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+using namespace mpscheck::testing;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string chromium() {
+  for (const char* exe : {"/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome"})
+    if (fs::exists(exe)) return exe;
+  return {};
+}
+
+std::string headless(const std::string& exe, const std::string& dir) {
+  // A private profile and no background traffic: the page is a local file and nothing else loads.
+  return exe + " --headless --no-sandbox --disable-gpu --disable-background-networking --disable-component-update "
+               "--no-first-run --user-data-dir='" + dir + "/profile'";
+}
+
+}  // namespace
+
+TEST(HtmlInBrowser, ChromiumRendersChartsAndTheFindingsTable) {
+  const std::string exe = chromium();
+  if (exe.empty()) GTEST_SKIP() << "Chromium is not installed (Debian: apt-get install chromium)";
+  const std::string dir = fresh_dir("html-browser");
+  const auto r = run_mpscheck({"--filter", "op/faults/(healthy|wrong|nan|unsupported|slow)$|op/shape/cat/f32/contiguous",
+                               "--plugin-dir", test_plugins_dir(), "--target", "cpu", "--quick", "--min-time", "0.02",
+                               "--html", "report.html"},
+                              dir);
+  ASSERT_EQ(r.exit_code, 1) << r.err;
+  const auto dom = run_shell(headless(exe, dir) + " --dump-dom 'file://" + dir + "/report.html' 2>/dev/null", dir);
+  ASSERT_EQ(dom.exit_code, 0) << dom.err;
+  const std::string& page = dom.out;
+  EXPECT_NE(page.find("aria-label=\"speedup per case, log scale\""), std::string::npos);
+  EXPECT_NE(page.find("aria-label=\"max abs error per case, log scale\""), std::string::npos);
+  const auto findings = page.find("<section id=\"findings\">");
+  ASSERT_NE(findings, std::string::npos);
+  const auto coverage = page.find("<section id=\"coverage\">");
+  EXPECT_NE(coverage, std::string::npos);
+  for (const char* id : {"op/faults/wrong", "op/faults/nan", "op/faults/unsupported"}) {
+    const auto at = page.find(id, findings);
+    EXPECT_NE(at, std::string::npos) << id << " is missing from the findings table";
+  }
+  const auto shot = run_shell(headless(exe, dir) + " --window-size=1280,2000 --screenshot='" + dir +
+                                  "/shot.png' 'file://" + dir + "/report.html' >/dev/null 2>&1",
+                              dir);
+  ASSERT_EQ(shot.exit_code, 0);
+  ASSERT_TRUE(fs::exists(dir + "/shot.png"));
+  const std::string png = read_text_file(dir + "/shot.png");
+  EXPECT_EQ(png.substr(1, 3), "PNG");
+  // A blank 1280x2000 page compresses to a few KB; text, tables and charts do not.
+  EXPECT_GT(png.size(), 30000u);
+}
