@@ -21,6 +21,43 @@ TEST(Compare, IdenticalTensorsPass) {
   EXPECT_EQ(judge_outputs({r}).status, Status::Pass);
 }
 
+TEST(Compare, IdenticalOutputsStillCountTheirInfinitiesAndNans) {
+  at::Tensor a = at::arange(6, at::kFloat);
+  a[1] = std::numeric_limits<float>::infinity();
+  const auto with_inf = compare_tensors("out", a, a.clone(), kTol);
+  EXPECT_TRUE(with_inf.ok);
+  EXPECT_EQ(with_inf.inf_reference, 1);
+  EXPECT_EQ(with_inf.inf_target, 1);
+  EXPECT_EQ(with_inf.max_abs, 0);
+  a[4] = std::nanf("");
+  const auto with_nan = compare_tensors("out", a, a.clone(), kTol);
+  EXPECT_TRUE(with_nan.ok);
+  EXPECT_EQ(with_nan.nan_reference, 1);
+  EXPECT_EQ(with_nan.nan_target, 1);
+  EXPECT_EQ(with_nan.inf_reference, 1);
+}
+
+// Outputs are compared in chunks of 2^20 elements: counts add up, the first mismatch and the worst
+// element keep their global index across chunk boundaries.
+TEST(Compare, LargeOutputsKeepGlobalIndicesAcrossChunks) {
+  const int64_t n = (int64_t{1} << 20) * 3 + 17;
+  const at::Tensor ref = at::ones({n});
+  at::Tensor tgt = ref.clone();
+  tgt[(int64_t{1} << 20) + 5] = 1.25;                // first bad, in the second chunk
+  tgt[(int64_t{1} << 21) + 9] = 3.0;                 // the worst, in the third
+  tgt[n - 1] = std::numeric_limits<float>::quiet_NaN();  // in the short last chunk
+  const auto r = compare_tensors("out", ref, tgt, kTol);
+  EXPECT_EQ(r.numel, n);
+  EXPECT_EQ(r.mismatches, 3);
+  EXPECT_EQ(r.first_mismatch, (int64_t{1} << 20) + 5);
+  EXPECT_DOUBLE_EQ(r.max_abs, 2.0);
+  EXPECT_DOUBLE_EQ(r.max_rel, 2.0);
+  EXPECT_DOUBLE_EQ(r.target_value, 3.0);
+  EXPECT_EQ(r.nan_target, 1);
+  EXPECT_EQ(r.nan_reference, 0);
+  EXPECT_EQ(judge_outputs({r}).status, Status::Nan);
+}
+
 TEST(Compare, OneWrongElementIsFoundWithItsIndexAndError) {
   const at::Tensor ref = at::ones({4, 5});
   at::Tensor tgt = ref.clone();
