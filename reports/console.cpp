@@ -1,6 +1,7 @@
 #include "reports/console.hpp"
 
 #include "checks/recommend.hpp"
+#include "reports/escape.hpp"
 
 #include <fmt/format.h>
 
@@ -49,7 +50,7 @@ void ConsoleReporter::case_finished(size_t index, size_t total, const CaseResult
   }
   const int width = static_cast<int>(std::to_string(total).size());
   std::string speed;
-  if (r.speedup > 0) speed = fmt::format("  {:.2f}x {}", r.speedup, r.speed_class);
+  if (r.speedup > 0) speed = fmt::format("  {}x {}", format_speedup(r.speedup), r.speed_class);
   out_ << fmt::format("[{:>{}}/{}] ", index + 1, width, total) << paint(fmt::format("{:<11}", to_string(r.status)), r.status)
        << ' ' << r.id << speed << '\n';
   if (is_finding(r.status) && !r.message.empty()) out_ << "      " << r.message << '\n';

@@ -191,4 +191,9 @@ std::string format_figure(double value) {
   return fmt::format("{:.3g}", value);
 }
 
+std::string format_speedup(double speedup) {
+  if (!std::isfinite(speedup) || speedup >= 0.1) return fmt::format("{:.2f}", speedup);
+  return fmt::format("{:.2g}", speedup);
+}
+
 }  // namespace mpscheck

@@ -29,5 +29,8 @@ std::string shorten(std::string_view text, std::size_t max_code_points);
 
 // A figure for a table: 3 significant digits, "inf"/"-inf"/"nan" spelled out.
 std::string format_figure(double value);
+// A speedup for people: two decimals from 0.1x up ("1.03"), two significant digits below, so a
+// 370x slowdown reads "0.0027" and not "0.00".
+std::string format_speedup(double speedup);
 
 }  // namespace mpscheck

@@ -164,8 +164,9 @@ std::string speed_chart(const std::vector<SpeedBar>& bars) {
           xb, ym - 4, ym + 4);
       label_right = std::max(label_right, xb), label_left = std::min(label_left, xa);
     }
-    s += fmt::format(R"(<text x="{:.1f}" y="{:.1f}" text-anchor="{}">{:.2f}&#215;</text>)",
-                     xv >= x1 ? label_right + 4 : label_left - 4, y + 13, xv >= x1 ? "start" : "end", b.speedup);
+    s += fmt::format(R"(<text x="{:.1f}" y="{:.1f}" text-anchor="{}">{}&#215;</text>)",
+                     xv >= x1 ? label_right + 4 : label_left - 4, y + 13, xv >= x1 ? "start" : "end",
+                     format_speedup(b.speedup));
     s += "</g>";
   }
   s += fmt::format(R"(<line class="one" x1="{0:.1f}" y1="{1:.1f}" x2="{0:.1f}" y2="{2:.1f}"/>)", x1, kTop - 2,
@@ -359,7 +360,7 @@ std::string render_html(const RunReport& report) {
     if (timed.size() <= kChartCasesMax) {
       for (const auto* c : timed)
         bars.push_back({c->id,
-                        fmt::format("{}: {:.2f}x {} (reference {}, target {})", c->id, c->speedup,
+                        fmt::format("{}: {}x {} (reference {}, target {})", c->id, format_speedup(c->speedup),
                                     c->speed_class.empty() ? "unclassified" : c->speed_class,
                                     format_seconds(c->reference_time ? c->reference_time->median_s : 0),
                                     format_seconds(c->target_time ? c->target_time->median_s : 0)),
@@ -384,8 +385,8 @@ std::string render_html(const RunReport& report) {
       for (const auto& [family, f] : families) {
         const double g = std::exp(f.log_sum / f.n);
         bars.push_back({fmt::format("{} ({} cases)", family, f.n),
-                        fmt::format("{}: geometric mean {:.2f}x over {} timed cases, from {:.2f}x to {:.2f}x", family, g,
-                                    f.n, f.min, f.max),
+                        fmt::format("{}: geometric mean {}x over {} timed cases, from {}x to {}x", family,
+                                    format_speedup(g), f.n, format_speedup(f.min), format_speedup(f.max)),
                         g >= 1.1 ? "faster" : g <= 0.9 ? "slower" : "similar", g, f.min, f.max});
       }
       std::stable_sort(bars.begin(), bars.end(), [](const auto& a, const auto& b) { return a.speedup > b.speedup; });
@@ -398,8 +399,8 @@ std::string render_html(const RunReport& report) {
          "<th>reference median</th><th>target median</th><th>noisy</th></tr></thead><tbody>\n";
     for (const auto* c : timed) {
       const bool noisy = (c->reference_time && c->reference_time->noisy()) || (c->target_time && c->target_time->noisy());
-      h += fmt::format(R"(<tr><td class="id">{}</td><td data-v="{}">{}</td><td class="num" data-v="{:.9g}">{:.2f}&#215;</td><td>{}</td>)",
-                       html_escape(c->id), -severity(c->status), status_pill(c->status), c->speedup, c->speedup,
+      h += fmt::format(R"(<tr><td class="id">{}</td><td data-v="{}">{}</td><td class="num" data-v="{:.9g}">{}&#215;</td><td>{}</td>)",
+                       html_escape(c->id), -severity(c->status), status_pill(c->status), c->speedup, format_speedup(c->speedup),
                        html_escape(c->speed_class));
       h += time_cell(c->reference_time) + time_cell(c->target_time);
       h += fmt::format("<td>{}</td></tr>\n", noisy ? "noisy" : "");
@@ -439,7 +440,7 @@ std::string render_html(const RunReport& report) {
     h += fmt::format("<tr><td class=\"id\">{}</td><td data-v=\"{}\">{}</td>", html_escape(c.id), -severity(c.status),
                      status_pill(c.status));
     h += figure_cell(max_abs_error(c));
-    h += c.speedup > 0 ? fmt::format(R"(<td class="num" data-v="{:.9g}">{:.2f}&#215;</td>)", c.speedup, c.speedup)
+    h += c.speedup > 0 ? fmt::format(R"(<td class="num" data-v="{:.9g}">{}&#215;</td>)", c.speedup, format_speedup(c.speedup))
                        : std::string(R"(<td class="num" data-v="-1">-</td>)");
     h += fmt::format(R"(<td class="num" data-v="{:.9g}">{}</td>)", c.wall_s, format_seconds(c.wall_s));
     h += fmt::format("<td>{}</td></tr>\n", html_escape(shorten(c.message, 160)));

@@ -74,7 +74,7 @@ std::string render_markdown(const RunReport& report) {
     md += "| Case | Speedup | Class | Reference | Target |\n|---|---:|---|---:|---:|\n";
     auto row = [&](const CaseResult* c) {
       const bool noisy = c->reference_time->noisy() || c->target_time->noisy();
-      md += fmt::format("| {} | {:.2f}x | {}{} | {} | {} |\n", markdown_escape(c->id), c->speedup,
+      md += fmt::format("| {} | {}x | {}{} | {} | {} |\n", markdown_escape(c->id), format_speedup(c->speedup),
                         markdown_escape(c->speed_class.empty() ? "-" : c->speed_class), noisy ? " (noisy)" : "",
                         format_seconds(c->reference_time->median_s), format_seconds(c->target_time->median_s));
     };

@@ -190,6 +190,13 @@ TEST(Escape, FiguresSpellOutNonFiniteValues) {
   EXPECT_EQ(format_figure(std::nan("")), "nan");
 }
 
+TEST(Escape, LargeSlowdownsKeepTheirDigits) {
+  EXPECT_EQ(format_speedup(1.034), "1.03");
+  EXPECT_EQ(format_speedup(12.5), "12.50");
+  EXPECT_EQ(format_speedup(0.1), "0.10");
+  EXPECT_EQ(format_speedup(5.7e-6 / 2.15e-3), "0.0027");  // was printed "0.00", as if infinitely slow
+}
+
 TEST(JunitReport, ElementCountsEqualCaseStatuses) {
   const RunReport report = mixed_report();
   const auto elements = parse_xml(render_junit(report));
