@@ -6,11 +6,27 @@
 
 #include <filesystem>
 #include <fstream>
+#include <set>
 
 using namespace mpscheck;
 namespace fs = std::filesystem;
 
 namespace {
+// Every case the faults plugin declares: the ten planted faults, the catalog-built op it wraps
+// (two layouts, forward and backward) and the model with a planted layer.
+const std::set<std::string> kFaultIds = {
+    "op/faults/healthy", "op/faults/segfault", "op/faults/abort", "op/faults/terminate", "op/faults/hang",
+    "op/faults/throw", "op/faults/unsupported", "op/faults/nan", "op/faults/wrong", "op/faults/slow",
+    "op/faults/linear_planted/f32/contiguous/forward", "op/faults/linear_planted/f32/contiguous/backward",
+    "op/faults/linear_planted/f32/transposed/forward", "op/faults/linear_planted/f32/transposed/backward",
+    "model/faults/planted_fc2/infer"};
+
+std::set<std::string> ids_of(const PluginHost& host) {
+  std::set<std::string> ids;
+  for (const auto& w : host.workloads()) ids.insert(w.workload->id());
+  return ids;
+}
+
 const std::string kFixtures = MPSCHECK_FIXTURES_DIR;
 const std::string kTestPlugins = MPSCHECK_TEST_PLUGINS_DIR;
 
@@ -30,7 +46,8 @@ TEST(PluginHost, LoadsAGoodPluginAndItsCases) {
   host.load_directory(kTestPlugins);
   ASSERT_EQ(host.plugins().size(), 1u);
   EXPECT_EQ(host.plugins()[0]->name, "faults");
-  EXPECT_EQ(host.workloads().size(), 11u);
+  EXPECT_EQ(host.workloads().size(), kFaultIds.size());
+  EXPECT_EQ(ids_of(host), kFaultIds);
   EXPECT_TRUE(host.warnings().empty());
   const Registry registry(host.workloads());
   ASSERT_NE(registry.find("op/faults/healthy"), nullptr);
@@ -78,7 +95,7 @@ TEST(PluginHost, BadFilesInAFolderAreSkippedAndTheRestLoads) {
   host.load_directory(dir);
   EXPECT_EQ(host.plugins().size(), 1u);
   EXPECT_EQ(host.warnings().size(), 2u);
-  EXPECT_EQ(host.workloads().size(), 11u);
+  EXPECT_EQ(ids_of(host), kFaultIds);
   fs::remove_all(dir);
 }
 
