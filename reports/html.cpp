@@ -164,9 +164,12 @@ std::string speed_chart(const std::vector<SpeedBar>& bars) {
           xb, ym - 4, ym + 4);
       label_right = std::max(label_right, xb), label_left = std::min(label_left, xa);
     }
+    // A slowdown's figure sits left of its bar unless it would run into the case names (about 7 px
+    // a character); then it goes right of the 1x line, where that row has nothing.
+    const std::string figure = format_speedup(b.speedup);
+    const bool left = xv < x1 && label_left - 4 - 7.0 * (figure.size() + 1) > kLabelW;
     s += fmt::format(R"(<text x="{:.1f}" y="{:.1f}" text-anchor="{}">{}&#215;</text>)",
-                     xv >= x1 ? label_right + 4 : label_left - 4, y + 13, xv >= x1 ? "start" : "end",
-                     format_speedup(b.speedup));
+                     left ? label_left - 4 : label_right + 4, y + 13, left ? "end" : "start", figure);
     s += "</g>";
   }
   s += fmt::format(R"(<line class="one" x1="{0:.1f}" y1="{1:.1f}" x2="{0:.1f}" y2="{2:.1f}"/>)", x1, kTop - 2,

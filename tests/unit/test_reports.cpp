@@ -388,6 +388,29 @@ TEST(HtmlReport, HasChartsAndCoverageMatrix) {
   EXPECT_EQ(html.find("<th class=\"op\">resnet18", coverage), std::string::npos);
 }
 
+TEST(HtmlReport, SlowdownFiguresStayClearOfTheCaseNames) {
+  // 600x slower reaches the chart's left edge: its figure must not be drawn over the names column
+  // (x < 420, text-anchor end); a 2x slowdown leaves room and keeps its figure left of its bar.
+  RunReport r;
+  r.cases = {timed(make_case("op/faults/slow", Status::Pass), 1.0 / 600), timed(make_case("op/a/b", Status::Pass), 0.5),
+             timed(make_case("op/a/c", Status::Pass), 20.0)};
+  const std::string html = render_html(r);
+  auto figure_x = [&](const std::string& figure, std::string* anchor) {
+    const auto at = html.find(">" + figure + "&#215;</text>");
+    EXPECT_NE(at, std::string::npos) << figure;
+    const auto open = html.rfind("<text x=\"", at);
+    *anchor = html.substr(html.find("text-anchor=\"", open) + 13, 3);
+    return std::stod(html.substr(open + 9));
+  };
+  std::string anchor;
+  const double far = figure_x(format_speedup(1.0 / 600), &anchor);
+  EXPECT_GT(far, 420.0);
+  EXPECT_EQ(anchor, "sta");
+  const double near = figure_x(format_speedup(0.5), &anchor);
+  EXPECT_GT(near, 420.0);
+  EXPECT_EQ(anchor, "end");
+}
+
 TEST(HtmlReport, SelfContained) {
   const std::string html = render_html(mixed_report());
   EXPECT_EQ(html.find("<link"), std::string::npos);
