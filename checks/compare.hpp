@@ -31,6 +31,9 @@ struct Verdict {
 // non-finite are left out; a target that is non-finite where gold is finite is never acceptable.
 struct Attribution {
   bool target_ok = false;
+  // False when the three cannot be set side by side (an output missing, or shapes that differ):
+  // then no RMSE was computed and the figures below mean nothing.
+  bool measured = false;
   double rmse_reference = 0, rmse_target = 0, baseline = 0, multiplier = 2;
 };
 Attribution attribute_with_gold(const at::Tensor& gold, const at::Tensor& reference, const at::Tensor& target,

@@ -63,6 +63,16 @@ TEST(Attribution, NanInGoldIsLeftOut) {
   EXPECT_TRUE(attribute_with_gold(g, ref, tgt, c10::kFloat, 1e-12).target_ok);
 }
 
+TEST(Attribution, WrongShapeIsTheTargetsFaultWithNoFigures) {
+  // CPU bfloat16 conv_transpose3d in LibTorch 1.13 returns [1,4,2,3,3] for [1,4,7,9,9]: nothing
+  // to take an RMSE of, so no figures may be reported, and the target is still not ok.
+  const at::Tensor g = at::randn({1, 4, 7, 9, 9}, at::kDouble);
+  const auto a = attribute_with_gold(g, g.to(at::kFloat), at::zeros({1, 4, 2, 3, 3}), c10::kBFloat16, 1e-5);
+  EXPECT_FALSE(a.target_ok);
+  EXPECT_FALSE(a.measured);
+  EXPECT_TRUE(attribute_with_gold(g, g, g, c10::kFloat, 1e-9).measured);
+}
+
 TEST(Recommendation, FollowsStatusAndSpeed) {
   CaseResult r;
   r.status = Status::Pass;
