@@ -126,6 +126,7 @@ Attribution attribute_with_gold(const at::Tensor& gold, const at::Tensor& refere
     const double n = std::max<double>(g_fin.sum().item<double>(), 1.0);
     return std::sqrt((d * d).sum().item<double>() / n);
   };
+  a.measured = true;
   a.rmse_reference = rmse(r);
   a.rmse_target = rmse(t);
   const bool reduced = target_dtype == c10::kHalf || target_dtype == c10::kBFloat16;
@@ -155,6 +156,11 @@ Verdict judge_outputs(const std::vector<OutputReport>& outputs) {
     v.message = fmt::format("{}: target has {} NaN and {} Inf where the reference has {} and {}",
                             first_nan->name, first_nan->nan_target, first_nan->inf_target,
                             first_nan->nan_reference, first_nan->inf_reference);
+    // A loss that blows up drifts first: name where it left tolerance (the seeds' VAE went
+    // 550 -> 4705 -> 1.8e8 -> NaN), not only where it stopped being finite.
+    if (first_bad != first_nan && first_bad->mismatches > 0)
+      v.message += fmt::format("; it first left tolerance at {}: reference {:.6g}, target {:.6g}", first_bad->name,
+                               first_bad->reference_value, first_bad->target_value);
   } else if (first_bad) {
     v.status = Status::Mismatch;
     if (!first_bad->note.empty() && first_bad->numel == 0) {

@@ -84,18 +84,30 @@ class ModelInstance final : public Instance {
     return outs;
   }
 
+  // Inference: the tapped layers of one forward pass. Training adds what a forward pass cannot
+  // show, a bug in a backward kernel: after one backward from the initial weights, every
+  // parameter's gradient ("backward/<param>"), last registered first, since backward reaches the
+  // last layers first and the first gradient that diverges names the layer whose backward is wrong.
   Outputs trace_layers() override {
     reset();
     Outputs layers;
-    torch::NoGradGuard no_grad;
     tap_sink() = &layers;
+    at::Tensor out;
     try {
-      def_.forward(net_, batch_);
+      torch::AutoGradMode grad_mode(train_);
+      out = def_.forward(net_, batch_);
     } catch (...) {
       tap_sink() = nullptr;
       throw;
     }
     tap_sink() = nullptr;
+    if (!train_) return layers;
+    optimizer_->zero_grad();
+    def_.loss(out, batch_).backward();
+    const auto params = net_->named_parameters();
+    const auto& items = params.items();
+    for (auto it = items.rbegin(); it != items.rend(); ++it)
+      if (it->value().grad().defined()) layers.push_back({"backward/" + it->key(), it->value().grad().detach().clone()});
     return layers;
   }
 

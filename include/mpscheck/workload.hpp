@@ -62,7 +62,8 @@ class BOOST_SYMBOL_VISIBLE Instance {
   // One unit of the work that is timed. Defaults to run(); override to skip output collection.
   virtual void iterate() { run(); }
   // The outputs of named layers, in execution order, for one forward pass from the initial
-  // state. mpscheck compares them to name the first layer where a failing model case diverges.
+  // state (training cases may follow them with one backward's gradients, in backward order).
+  // mpscheck compares them to name the first layer where a failing model case diverges.
   // Empty when the workload cannot trace itself.
   virtual Outputs trace_layers() { return {}; }
 };

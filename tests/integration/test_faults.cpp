@@ -130,3 +130,23 @@ TEST(Localisation, PlantedLayerFaultIsNamedByItsLayer) {
   EXPECT_NE(c["message"].get<std::string>().find("first diverging layer: fc2"), std::string::npos) << c["message"];
   EXPECT_EQ(c["recommendation"], "blocked");
 }
+
+TEST(Localisation, TrainingBlowUpNamesItsStepsAndTheLayerWithTheBrokenBackward) {
+  // fc2's backward is 1000x too large on the target only; its forward is bit-identical.
+  const std::string dir = fresh_dir("localise-train");
+  const auto r = run_mpscheck({"--filter", "model/faults/planted_backward", "--plugin-dir", test_plugins_dir(),
+                               "--no-default-plugins", "--target", "cpu", "--quick", "--min-time", "0"},
+                              dir);
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  const auto cases = cases_by_id(read_json_file(dir + "/mpscheck-report/report.json"));
+  EXPECT_EQ(cases.at("model/faults/planted_backward/infer")["status"], "pass");
+  const auto& c = cases.at("model/faults/planted_backward/train");
+  EXPECT_EQ(c["status"], "nan") << c["message"];
+  const std::string message = c["message"];
+  // Step 0's loss comes from the initial weights: it agrees; step 1 is the first to drift.
+  EXPECT_TRUE(c["outputs"][0]["ok"].get<bool>()) << c["outputs"][0];
+  EXPECT_EQ(c["outputs"][0]["name"], "loss/step0");
+  EXPECT_NE(message.find("first left tolerance at loss/step1"), std::string::npos) << message;
+  EXPECT_EQ(message.rfind("loss/step", 0), 0u) << message;  // the first non-finite step leads
+  EXPECT_EQ(c["first_diverging_layer"].get<std::string>().rfind("backward/fc2.", 0), 0u) << message;
+}

@@ -143,6 +143,19 @@ TEST(Compare, FirstBadOutputNamesTheVerdict) {
   EXPECT_EQ(v.message.rfind("loss/step1", 0), 0u) << v.message;
 }
 
+TEST(Compare, BlowUpNamesWhereTheLossLeftToleranceAndWhereItWentNonFinite) {
+  // The seeds' VAE on MPS: 550.8 -> 4705 -> 1.8e8 -> NaN while the CPU trained normally.
+  const double ref[] = {550.8, 330.6, 250.1, 201.7}, tgt[] = {550.8, 4705, 1.8e8, std::nan("")};
+  std::vector<OutputReport> steps;
+  for (int s = 0; s < 4; ++s)
+    steps.push_back(compare_tensors("loss/step" + std::to_string(s), at::full({}, ref[s]), at::full({}, tgt[s]), kTol));
+  const auto v = judge_outputs(steps);
+  EXPECT_EQ(v.status, Status::Nan);
+  EXPECT_EQ(v.message.rfind("loss/step3: target has 1 NaN", 0), 0u) << v.message;
+  EXPECT_NE(v.message.find("first left tolerance at loss/step1: reference 330.6, target 4705"), std::string::npos)
+      << v.message;
+}
+
 TEST(ExceptionClassification, NotImplementedIsUnsupported) {
   EXPECT_EQ(classify_exception("\"slow_conv2d_cpu\" not implemented for 'Half'"), Status::Unsupported);
   EXPECT_EQ(classify_exception("The operator 'aten::foo' is not currently implemented for the MPS device"),
