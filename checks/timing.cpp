@@ -29,8 +29,12 @@ const char* speed_class(const TimingStats& reference, const TimingStats& target)
   if (reference.median_s <= 0 || target.median_s <= 0) return "similar";
   const double speedup = reference.median_s / target.median_s;
   const double gap = (reference.noisy() || target.noisy()) ? 1.10 : 1.0;
-  if (speedup >= 1.05 && target.p75_s * gap < reference.p25_s) return "faster";
-  if (speedup <= 1 / 1.05 && reference.p75_s * gap < target.p25_s) return "slower";
+  // Two CPU instances of the same case, timed interleaved, differ by up to 9% with tight,
+  // disjoint ranges (3,512 float32 op cases here: memory placement, not the device), so a
+  // speed-up under 10% is not called one.
+  constexpr double kMinEffect = 1.10;
+  if (speedup >= kMinEffect && target.p75_s * gap < reference.p25_s) return "faster";
+  if (speedup <= 1 / kMinEffect && reference.p75_s * gap < target.p25_s) return "slower";
   return "similar";
 }
 
