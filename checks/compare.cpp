@@ -27,6 +27,45 @@ std::string index_string(std::int64_t flat, const std::vector<std::int64_t>& sha
   return fmt::format("[{}]", fmt::join(idx, ", "));
 }
 
+// The element-wise statistics of one comparison, gathered in a single pass.
+struct ElementStats {
+  explicit ElementStats(const Tolerance& tol) : atol(tol.atol), rtol(tol.rtol) {}
+  double atol, rtol;
+  std::int64_t nan_r = 0, nan_t = 0, inf_r = 0, inf_t = 0, bad = 0, first_bad = -1, worst = 0;
+  double max_abs = -1, max_rel = 0;
+
+  template <class T>
+  void scan(const T* r, const T* t, std::int64_t offset, std::int64_t n) {
+    for (std::int64_t i = 0; i < n; ++i) {
+      const double rv = static_cast<double>(r[i]), tv = static_cast<double>(t[i]);
+      double diff = 0;
+      bool is_bad;
+      if (std::isfinite(rv) && std::isfinite(tv)) {
+        diff = std::abs(tv - rv);
+        const double mag = std::abs(rv);
+        is_bad = diff > atol + rtol * mag;
+        if (mag > atol) max_rel = std::max(max_rel, diff / mag);
+      } else {
+        const bool rn = std::isnan(rv), tn = std::isnan(tv);
+        nan_r += rn, nan_t += tn;
+        inf_r += std::isinf(rv), inf_t += std::isinf(tv);
+        // Non-finite positions agree only when both sides hold the same non-finite value.
+        is_bad = !((rn && tn) || (std::isinf(rv) && rv == tv));
+      }
+      if (is_bad) {
+        if (first_bad < 0) first_bad = offset + i;
+        ++bad;
+      }
+      if (diff > max_abs) max_abs = diff, worst = offset + i;
+    }
+  }
+
+  void fill(OutputReport& o) const {
+    o.nan_reference = nan_r, o.nan_target = nan_t, o.inf_reference = inf_r, o.inf_target = inf_t;
+    o.mismatches = bad, o.first_mismatch = first_bad, o.max_abs = max_abs, o.max_rel = max_rel;
+  }
+};
+
 }  // namespace
 
 OutputReport compare_tensors(const std::string& name, const at::Tensor& reference,
@@ -62,38 +101,27 @@ OutputReport compare_tensors(const std::string& name, const at::Tensor& referenc
     return o;
   }
 
-  // Chunks of 1M elements keep the float64 temporaries in cache and the peak memory at a few tens
-  // of MB, whatever the size of the output (a VGG-16's parameters are 138M elements).
-  constexpr std::int64_t kChunk = std::int64_t{1} << 20;
-  std::int64_t worst = 0;
-  o.max_abs = -1;
-  for (std::int64_t begin = 0; begin < o.numel; begin += kChunk) {
-    const std::int64_t len = std::min(kChunk, o.numel - begin);
-    const at::Tensor r = ref.narrow(0, begin, len).to(at::kDouble);
-    const at::Tensor t = tgt.narrow(0, begin, len).to(at::kDouble);
-    const at::Tensor r_nan = r.isnan(), t_nan = t.isnan();
-    const at::Tensor r_inf = r.isinf(), t_inf = t.isinf();
-    o.nan_reference += r_nan.sum().item<std::int64_t>();
-    o.nan_target += t_nan.sum().item<std::int64_t>();
-    o.inf_reference += r_inf.sum().item<std::int64_t>();
-    o.inf_target += t_inf.sum().item<std::int64_t>();
-
-    const at::Tensor both = r.isfinite() & t.isfinite();
-    const at::Tensor diff = at::where(both, (t - r).abs(), at::zeros_like(r));
-    const at::Tensor allowed = tol.atol + tol.rtol * r.abs();
-    // Non-finite positions agree only when both sides hold the same non-finite value.
-    const at::Tensor nonfinite_ok = (r_nan & t_nan) | (r_inf & t_inf & (r == t));
-    const at::Tensor bad = (both & (diff > allowed)) | (~both & ~nonfinite_ok);
-    const std::int64_t bad_here = bad.sum().item<std::int64_t>();
-    if (bad_here > 0 && o.first_mismatch < 0) o.first_mismatch = begin + bad.nonzero().select(1, 0)[0].item<std::int64_t>();
-    o.mismatches += bad_here;
-
-    const std::int64_t worst_here = diff.argmax().item<std::int64_t>();
-    const double worst_diff = diff[worst_here].item<double>();
-    if (worst_diff > o.max_abs) o.max_abs = worst_diff, worst = begin + worst_here;
-    const at::Tensor rel = at::where(both & (r.abs() > tol.atol), diff / r.abs(), at::zeros_like(r));
-    o.max_rel = std::max(o.max_rel, rel.max().item<double>());
+  // One pass over the elements, in double. float32/float64 outputs are read in place; other
+  // dtypes (half, bfloat16, integers, bool) are converted 1M elements at a time so the temporary
+  // stays small whatever the output's size (a VGG-16's parameters are 138M elements).
+  ElementStats stats(tol);
+  const bool same_native = ref.scalar_type() == tgt.scalar_type() &&
+                           (ref.scalar_type() == at::kFloat || ref.scalar_type() == at::kDouble);
+  if (same_native) {
+    const at::Tensor r = ref.contiguous(), t = tgt.contiguous();
+    if (r.scalar_type() == at::kFloat) stats.scan(r.data_ptr<float>(), t.data_ptr<float>(), 0, o.numel);
+    else stats.scan(r.data_ptr<double>(), t.data_ptr<double>(), 0, o.numel);
+  } else {
+    constexpr std::int64_t kChunk = std::int64_t{1} << 20;
+    for (std::int64_t begin = 0; begin < o.numel; begin += kChunk) {
+      const std::int64_t len = std::min(kChunk, o.numel - begin);
+      const at::Tensor r = ref.narrow(0, begin, len).to(at::kDouble).contiguous();
+      const at::Tensor t = tgt.narrow(0, begin, len).to(at::kDouble).contiguous();
+      stats.scan(r.data_ptr<double>(), t.data_ptr<double>(), begin, len);
+    }
   }
+  stats.fill(o);
+  const std::int64_t worst = stats.worst;
   o.ok = o.mismatches == 0;
   // Show where it went most wrong: the first bad element when some value is non-finite there.
   auto finite_at = [](const at::Tensor& x, std::int64_t i) { return std::isfinite(x[i].item<double>()); };
