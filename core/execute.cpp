@@ -103,6 +103,9 @@ void attribute(const Workload& w, const ExecuteOptions& options, const Outputs& 
     }
   }
   bool all_ok = true;
+  // The figures quoted are those of the output the verdict names (a loss's non-finite step),
+  // else of the first output the target fails on.
+  const std::string named = v.message.substr(0, v.message.find(':'));
   const OutputReport* worst = nullptr;
   for (auto& o : r.outputs) {
     if (o.ok) continue;
@@ -118,7 +121,7 @@ void attribute(const Workload& w, const ExecuteOptions& options, const Outputs& 
     if (a.measured) o.rmse_reference = a.rmse_reference, o.rmse_target = a.rmse_target;
     if (!a.target_ok) {
       all_ok = false;
-      if (!worst && a.measured) worst = &o;
+      if (a.measured && (!worst || (o.name == named && worst->name != named))) worst = &o;
     }
   }
   if (all_ok) {

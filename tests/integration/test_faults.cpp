@@ -148,5 +148,7 @@ TEST(Localisation, TrainingBlowUpNamesItsStepsAndTheLayerWithTheBrokenBackward) 
   EXPECT_EQ(c["outputs"][0]["name"], "loss/step0");
   EXPECT_NE(message.find("first left tolerance at loss/step1"), std::string::npos) << message;
   EXPECT_EQ(message.rfind("loss/step", 0), 0u) << message;  // the first non-finite step leads
+  // ...and the float64 figures quoted are that step's: an infinite loss has an infinite RMSE.
+  EXPECT_NE(message.find("the target's RMSE is inf"), std::string::npos) << message;
   EXPECT_EQ(c["first_diverging_layer"].get<std::string>().rfind("backward/fc2.", 0), 0u) << message;
 }
