@@ -36,7 +36,7 @@ po::options_description visible_options() {
       ("seed", po::value<std::uint64_t>()->default_value(0), "seed for inputs and initial weights")
       ("threads", po::value<int>()->default_value(0), "CPU intra-op threads (0: LibTorch's default)")
       ("timeout", po::value<double>(), "seconds before a case is killed (default 300 ops / 1800 models; 60 / 300 with --quick)")
-      ("min-time", po::value<double>(), "timing budget per side per case in seconds (default 0.2; 0.05 with --quick; 0 skips timing)")
+      ("min-time", po::value<double>(), "timing budget per side per case in seconds (default 0.2; 0.02 with --quick; 0 skips timing)")
       ("plugin-dir", po::value<std::vector<std::string>>()->composing(), "also load the plugins in DIR (repeatable)")
       ("no-default-plugins", "do not load the plugins shipped next to the binary")
       ("resume", "continue the run recorded in the report folder's journal, skipping finished cases");

@@ -48,7 +48,7 @@ TEST(Cli, TargetWithDtype) {
 
 TEST(Cli, QuickShrinksBudgetsAndSkipsLargeCases) {
   const auto c = parse({"--all", "--quick"});
-  EXPECT_DOUBLE_EQ(c.min_time(), 0.05);
+  EXPECT_DOUBLE_EQ(c.min_time(), 0.02);
   EXPECT_TRUE(c.selection.skip_large);
   EXPECT_DOUBLE_EQ(parse({"--all"}).min_time(), 0.2);
   EXPECT_DOUBLE_EQ(parse({"--all", "--min-time", "0"}).min_time(), 0.0);
