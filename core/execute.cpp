@@ -58,8 +58,7 @@ void measure(TimedSide& ref, TimedSide& tgt, double budget) {
   }
   constexpr int kMinSamples = 5, kMaxSamples = 200;
   for (int round = 0; round < kMaxSamples; ++round) {
-    // Alternate which side goes first: the second block of a round can inherit warm caches and
-    // a settled clock from the first, which favoured the target by 5-8% on identical CPU sides.
+    // Alternate which side goes first, so neither side always inherits the other's warm caches.
     TimedSide* const order[2] = {round % 2 ? &tgt : &ref, round % 2 ? &ref : &tgt};
     for (TimedSide* s : order) {
       const double t = time_block(*s, s->block);
