@@ -3,6 +3,7 @@
 //  (b) per-case overhead of the worker protocol and the comparison, as a fraction of case time
 //  (c) comparison throughput vs a plain memory copy
 #include "checks/compare.hpp"
+#include "checks/timing.hpp"
 #include "core/execute.hpp"
 #include "core/plugin_host.hpp"
 #include "core/registry.hpp"
@@ -85,10 +86,7 @@ int main() {
   std::cout << "(a) reported reference median vs a hand-written loop (goal: within +-3%; medians of " << kRounds
             << " alternating rounds)\n";
   std::cout << fmt::format("  {:<44} {:>12} {:>12} {:>8}\n", "case", "mpscheck", "hand loop", "ratio");
-  auto median = [](std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    return v[v.size() / 2];
-  };
+  auto median = [](const std::vector<double>& v) { return summarize_times(v).median_s; };
   for (const auto& p : pairs) {
     const RegisteredWorkload* w = registry.find(p.id);
     if (!w) {

@@ -118,13 +118,20 @@ TEST_F(FaultRun, JournalHasOneLinePerCaseAfterItsHeader) {
 
 }  // namespace
 
-TEST(Localisation, PlantedLayerFaultIsNamedByItsLayer) {
-  const std::string dir = fresh_dir("localise");
-  const auto r = run_mpscheck({"--filter", "model/faults/planted_fc2", "--plugin-dir", test_plugins_dir(),
-                               "--no-default-plugins", "--target", "cpu", "--quick", "--min-time", "0"},
+namespace {
+// Runs the faults plugin's models matching `filter` on the CPU target; a planted fault exits 1.
+std::map<std::string, nlohmann::json> run_planted_models(const std::string& filter, const std::string& name) {
+  const std::string dir = fresh_dir(name);
+  const auto r = run_mpscheck({"--filter", filter, "--plugin-dir", test_plugins_dir(), "--no-default-plugins",
+                               "--target", "cpu", "--quick", "--min-time", "0"},
                               dir);
   EXPECT_EQ(r.exit_code, 1) << r.err;
-  const auto c = cases_by_id(read_json_file(dir + "/mpscheck-report/report.json")).at("model/faults/planted_fc2/infer");
+  return cases_by_id(read_json_file(dir + "/mpscheck-report/report.json"));
+}
+}  // namespace
+
+TEST(Localisation, PlantedLayerFaultIsNamedByItsLayer) {
+  const auto c = run_planted_models("model/faults/planted_fc2", "localise").at("model/faults/planted_fc2/infer");
   EXPECT_EQ(c["status"], "mismatch");
   EXPECT_EQ(c["first_diverging_layer"], "fc2");
   EXPECT_NE(c["message"].get<std::string>().find("first diverging layer: fc2"), std::string::npos) << c["message"];
@@ -133,12 +140,7 @@ TEST(Localisation, PlantedLayerFaultIsNamedByItsLayer) {
 
 TEST(Localisation, TrainingBlowUpNamesItsStepsAndTheLayerWithTheBrokenBackward) {
   // fc2's backward is 1000x too large on the target only; its forward is bit-identical.
-  const std::string dir = fresh_dir("localise-train");
-  const auto r = run_mpscheck({"--filter", "model/faults/planted_backward", "--plugin-dir", test_plugins_dir(),
-                               "--no-default-plugins", "--target", "cpu", "--quick", "--min-time", "0"},
-                              dir);
-  EXPECT_EQ(r.exit_code, 1) << r.err;
-  const auto cases = cases_by_id(read_json_file(dir + "/mpscheck-report/report.json"));
+  const auto cases = run_planted_models("model/faults/planted_backward", "localise-train");
   EXPECT_EQ(cases.at("model/faults/planted_backward/infer")["status"], "pass");
   const auto& c = cases.at("model/faults/planted_backward/train");
   EXPECT_EQ(c["status"], "nan") << c["message"];
