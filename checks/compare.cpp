@@ -1,6 +1,7 @@
 #include "checks/compare.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cctype>

@@ -17,6 +17,7 @@
 
 #include <ATen/Parallel.h>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <chrono>
 #include <cstdlib>

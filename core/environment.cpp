@@ -6,6 +6,7 @@
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <torch/version.h>
 
 #include <algorithm>

@@ -1,6 +1,7 @@
 #include "reports/bug_report.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 namespace mpscheck {
 

@@ -2,6 +2,7 @@
 #include "reports/writers.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cerrno>

