@@ -41,10 +41,10 @@ std::map<std::string, nlohmann::json>* FaultRun::cases_;
 TEST_F(FaultRun, ExitsOneBecauseOfFindings) { EXPECT_EQ(result_->exit_code, 1) << result_->err; }
 
 TEST_F(FaultRun, ReportHasEveryCase) {
-  // Ten planted faults, the planted catalog op (2 layouts x forward/backward), eleven planted
+  // Ten planted faults, the planted catalog op (2 layouts x forward/backward), twelve planted
   // verdict cases, four healthy ops.
-  EXPECT_EQ(cases_->size(), 10u + 4u + 11u + 4u);
-  EXPECT_EQ((*report_)["summary"]["total"], 29);
+  EXPECT_EQ(cases_->size(), 10u + 4u + 12u + 4u);
+  EXPECT_EQ((*report_)["summary"]["total"], 30);
 }
 
 TEST_F(FaultRun, CrashesNameTheirSignal) {
@@ -115,7 +115,7 @@ TEST_F(FaultRun, HealthyCasesAroundTheFaultsPass) {
 
 TEST_F(FaultRun, JournalHasOneLinePerCaseAfterItsHeader) {
   const std::string journal = read_text_file(*dir_ + "/mpscheck-report/journal.jsonl");
-  EXPECT_EQ(std::count(journal.begin(), journal.end(), '\n'), 1 + 29);
+  EXPECT_EQ(std::count(journal.begin(), journal.end(), '\n'), 1 + 30);
 }
 
 // ---- planted wrong results that a looser verdict called correct (plugins/faults/planted_verdicts.cpp)
@@ -166,6 +166,17 @@ TEST_F(FaultRun, ANonFiniteBaselineElementExcusesNothingElsewhere) {
   EXPECT_EQ(c["attribution"], "target");
   EXPECT_EQ(c["outputs"][0]["first_mismatch"], 7);
   EXPECT_NE(c["message"].get<std::string>().find("first at [7]"), std::string::npos) << c["message"];
+}
+
+// The reference differs from itself in one output only: only that output's tolerance widens.
+TEST_F(FaultRun, NondeterminismWidensOnlyTheOutputThatDiffered) {
+  const auto& c = at("op/faults/nondeterministic_other_output");
+  EXPECT_EQ(c["status"], "mismatch") << c["message"];
+  EXPECT_TRUE(c["nondeterministic"].get<bool>());
+  EXPECT_EQ(c["outputs"][0]["name"], "noisy");
+  EXPECT_TRUE(c["outputs"][0]["ok"].get<bool>());
+  EXPECT_EQ(c["outputs"][1]["name"], "out");
+  EXPECT_EQ(c["outputs"][1]["first_mismatch"], 3);
 }
 
 TEST_F(FaultRun, BiasedGeneratorFailsByItsStandardError) {

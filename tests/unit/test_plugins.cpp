@@ -23,7 +23,8 @@ const std::set<std::string> kFaultIds = {
     "model/faults/planted_fc2/infer", "model/faults/planted_backward/infer", "model/faults/planted_backward/train",
     "op/faults/localised/bf16", "op/faults/localised/f16", "op/faults/localised_100ulp/bf16",
     "op/faults/index_off_by_one/bf16", "op/faults/int32_for_int64", "op/faults/complex",
-    "op/faults/nonfinite_baseline", "op/faults/bernoulli_biased", "op/faults/bernoulli_fair", "op/faults/fallback",
+    "op/faults/nonfinite_baseline", "op/faults/nondeterministic_other_output", "op/faults/bernoulli_biased",
+    "op/faults/bernoulli_fair", "op/faults/fallback",
     "op/faults/bad_utf8"};
 
 std::set<std::string> ids_of(const PluginHost& host) {
