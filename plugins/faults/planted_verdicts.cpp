@@ -69,10 +69,13 @@ at::Tensor seeded_randn(const Setup& setup, std::vector<int64_t> shape, const Pl
 // The planted element of the 256x256 cases: [3, 5].
 constexpr int64_t kPlantedRow = 3, kPlantedCol = 5;
 
-// 2 * x over 256x256 elements; on the target, element [3, 5] moved by `by(value there)`.
+// 2 * x over 256x256 elements, x[3, 5] = 1.5 whatever the seed; on the target, element [3, 5]
+// moved by `by(value there)`.
 Body localised(std::function<double(double)> by) {
   return [by](const Setup& setup, const Placement& where, int) {
-    at::Tensor out = seeded_randn(setup, {256, 256}, where) * 2;
+    at::Tensor x = seeded_randn(setup, {256, 256}, where);
+    x[kPlantedRow][kPlantedCol] = 1.5;
+    at::Tensor out = x * 2;
     if (on_target(where)) {
       at::Tensor e = out[kPlantedRow][kPlantedCol];
       e.add_(by(e.item<double>()));
