@@ -2,6 +2,7 @@
 
 #include "reports/escape.hpp"
 
+#include <ATen/core/grad_mode.h>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
