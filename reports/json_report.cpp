@@ -55,9 +55,11 @@ RunReport read_json_report(const std::string& path) {
   }
   if (!j.is_object() || !j.contains("schema_version") || !j.contains("cases"))
     throw ReportError(fmt::format("{} is not an mpscheck report (no schema_version or cases)", path));
-  if (j.at("schema_version").get<int>() > kReportSchemaVersion)
+  if (!j.at("schema_version").is_number_integer())
+    throw ReportError(fmt::format("{}: schema_version is not a number; is it an mpscheck report?", path));
+  if (j.at("schema_version").get<long long>() > kReportSchemaVersion)
     throw ReportError(fmt::format("{} has report schema {}, newer than this mpscheck reads ({}); upgrade mpscheck",
-                                  path, j.at("schema_version").get<int>(), kReportSchemaVersion));
+                                  path, j.at("schema_version").dump(), kReportSchemaVersion));
   RunReport r;
   try {
     r.environment = j.value("environment", nlohmann::json::object());
