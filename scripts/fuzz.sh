@@ -3,7 +3,7 @@
 #   scripts/fuzz.sh                      every harness for 10 minutes each
 #   scripts/fuzz.sh --time 30 journal    one harness for 30 s (ctest's fuzz label runs 20 s each)
 #   scripts/fuzz.sh --build-only         just build (ctest's fuzz_build)
-# Options: --build-dir DIR (default build/fuzz), --time SEC, --jobs N, --build-only.
+# Options: --build-dir DIR (default build/fuzz), --time SEC, --jobs N, --build-only, --no-build.
 # New inputs found while fuzzing go to DIR/corpus/NAME (the seed corpus in tests/fuzz/corpus is
 # only read); a crash leaves DIR/artifacts/NAME-crash-* and a non-zero exit. Fix the bug, then copy
 # the artifact into tests/fuzz/corpus/NAME so it stays covered.
@@ -13,6 +13,7 @@ build_dir=$root/build/fuzz
 seconds=600
 jobs=2
 build_only=0
+no_build=0
 names=()
 while (($#)); do
   case $1 in
@@ -20,6 +21,7 @@ while (($#)); do
     --time) seconds=$2; shift 2 ;;
     --jobs) jobs=$2; shift 2 ;;
     --build-only) build_only=1; shift ;;
+    --no-build) no_build=1; shift ;;
     -h|--help) sed -n '2,10p' "$0"; exit 0 ;;
     -*) echo "fuzz.sh: unknown option $1; see scripts/fuzz.sh --help" >&2; exit 2 ;;
     *) names+=("$1"); shift ;;
@@ -34,12 +36,12 @@ if [[ -z $clangxx ]]; then
   exit 2
 fi
 export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$root}
-if [[ ! -f $build_dir/CMakeCache.txt ]]; then
+if ((!no_build)) && [[ ! -f $build_dir/CMakeCache.txt ]]; then
   cmake -S "$root/tests/fuzz" -B "$build_dir" -DCMAKE_CXX_COMPILER="$clangxx" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 fi
 targets=()
 for n in "${names[@]}"; do targets+=(--target "fuzz_$n"); done
-nice cmake --build "$build_dir" -j"$jobs" "${targets[@]}"
+((no_build)) || nice cmake --build "$build_dir" -j"$jobs" "${targets[@]}"
 ((build_only)) && exit 0
 
 status=0
