@@ -150,8 +150,7 @@ int merge_command(const Config& cfg) {
                                    {"--markdown", cfg.markdown_path}, {"--html", cfg.html_path}}) {
     if (path.empty()) continue;
     if (auto bad = unwritable_file(flag, path)) {
-      std::cerr << "mpscheck: " << *bad << '
-';
+      std::cerr << "mpscheck: " << *bad << '\n';
       return kExitUsage;
     }
   }
@@ -247,8 +246,7 @@ int run_mpscheck(int argc, char** argv) {
     try {
       host.load_directory(d);
     } catch (const UntrustedPlugin& e) {
-      std::cerr << "mpscheck: " << e.what() << '
-';
+      std::cerr << "mpscheck: " << e.what() << '\n';
       return kExitUsage;
     } catch (const PluginLoadError& e) {
       std::cerr << "mpscheck: " << e.what() << "; check --plugin-dir\n";
