@@ -267,6 +267,8 @@ TEST(BadInput, EveryKindExitsWithItsCodeAndOneLineNamingIt) {
     EXPECT_NE(r.err.find(row.says), std::string::npos) << r.err;
     EXPECT_LE(count_lines(r.err), row.max_lines) << r.err;
     EXPECT_EQ(r.err.rfind("mpscheck: ", 0), 0u) << r.err;
-    if (row.before_work) EXPECT_FALSE(fs::exists(dir + "/mpscheck-report/journal.jsonl")) << "a case ran first";
+    if (row.before_work) {
+      EXPECT_FALSE(fs::exists(dir + "/mpscheck-report/journal.jsonl")) << "a case ran first";
+    }
   }
 }
