@@ -1,5 +1,7 @@
 #include "core/journal.hpp"
 
+#include "core/untrusted_json.hpp"
+
 #include <fmt/format.h>
 
 #include <cerrno>
@@ -28,7 +30,8 @@ JournalContents parse_journal(const std::string& text, const std::string& path) 
       continue;
     }
     try {
-      if (j.is_discarded() || !j.is_object()) throw std::invalid_argument("not a JSON object");
+      if (j.is_discarded() || !j.is_object() || !bad_integer_field(j).empty())
+        throw std::invalid_argument("not a result");
       c.results.push_back(j.get<CaseResult>());
     } catch (const std::exception&) {
       ++c.damaged_lines;

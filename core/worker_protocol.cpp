@@ -1,5 +1,7 @@
 #include "core/worker_protocol.hpp"
 
+#include "core/untrusted_json.hpp"
+
 #include <fmt/format.h>
 
 namespace mpscheck {
@@ -36,6 +38,8 @@ WorkerReady parse_ready_message(const std::string& line) {
 
 CaseResult parse_result_message(const std::string& line, const std::string& expected_id) {
   const nlohmann::json j = parse_object(line);
+  if (const std::string bad = bad_integer_field(j); !bad.empty())
+    throw ProtocolError(fmt::format("the worker sent an unreadable result ('{}' is not an integer in range)", bad));
   CaseResult r;
   try {
     r = j.get<CaseResult>();
