@@ -2,6 +2,7 @@
 // --input specs.
 #include "core/worker.hpp"
 #include "core/worker_protocol.hpp"
+#include "core/user_regex.hpp"
 #include "plugins/torchscript/input_spec.hpp"
 
 #include <gtest/gtest.h>
@@ -77,4 +78,17 @@ TEST(InputSpec, BadSpecsAreBadModelInputNeverAnotherException) {
   // A very long spec is refused, not a stack overflow (std::regex recursed once per character).
   EXPECT_THROW(parse_input_spec("float32[" + std::string(200000, '1') + "]"), BadModelInput);
   EXPECT_THROW(parse_input_spec("float32[" + std::string(200000, ' ') + "1]x"), BadModelInput);
+}
+
+TEST(UserRegex, CountsAndLengthsStdRegexCannotTakeAreRefused) {
+  EXPECT_TRUE(std::regex_search("op/conv/conv2d", user_regex("conv{1,2}")));
+  EXPECT_TRUE(std::regex_search("a{99999}", user_regex("a\\{99999\\}")));  // escaped braces are literal
+  EXPECT_THROW(user_regex("a{1001}"), std::regex_error);
+  EXPECT_THROW(user_regex("a{2,99999999999999999999}"), std::regex_error);  // overflowed libstdc++'s parser
+  EXPECT_THROW(user_regex(std::string(1001, 'a')), std::regex_error);
+  EXPECT_THROW(user_regex("(a)\\99999999999999999999"), std::regex_error);  // a back-reference overflowed it too
+  EXPECT_TRUE(std::regex_search("op/hardening/tiny/00001", user_regex("tiny/00001$")));
+  EXPECT_THROW(user_regex("op/sort/.**"), std::regex_error);  // hung regex_match for over 10 s
+  EXPECT_TRUE(std::regex_search("op/sort/x", user_regex("op/.*?/x")));
+  EXPECT_THROW(user_regex("("), std::regex_error);
 }
