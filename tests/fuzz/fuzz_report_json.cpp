@@ -12,9 +12,13 @@
 
 namespace {
 // The readers take a path, as the CLI gives them; one file per process, rewritten per input.
+struct ScratchFile {
+  std::string path = "/tmp/mpscheck-fuzz-report-" + std::to_string(::getpid()) + ".json";
+  ~ScratchFile() { std::remove(path.c_str()); }
+};
 const std::string& scratch_path() {
-  static const std::string path = "/tmp/mpscheck-fuzz-report-" + std::to_string(::getpid()) + ".json";
-  return path;
+  static const ScratchFile file;
+  return file.path;
 }
 }  // namespace
 
