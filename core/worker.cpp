@@ -149,7 +149,9 @@ int worker_main() {
       result.status = Status::Error;
       result.message = "the worker does not know this case (plugins changed during the run?)";
     }
-    if (!write_all(kResultFd, nlohmann::json(result).dump() + "\n")) return 1;
+    // Invalid UTF-8 in a message must not kill the worker (strict dump() throws on it).
+    const std::string line = nlohmann::json(result).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    if (!write_all(kResultFd, line + "\n")) return 1;
   }
   return 0;
 }
