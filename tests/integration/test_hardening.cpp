@@ -181,7 +181,7 @@ std::vector<BadInput> bad_inputs() {
       {"unknown target dtype", {"--all", "--target", "cpu:int8"}, 2, "unknown dtype 'int8'"},
       {"target not on this machine", {"--all", "--target", "cuda"}, 3, "available targets: cpu"},
       {"unknown command", {"frobnicate"}, 2, "unknown command 'frobnicate'"},
-      {"stray argument", {"--all", "extra"}, 2, "unexpected argument 'extra'"},
+      {"stray argument", {"env", "extra"}, 2, "unexpected argument 'extra'"},
       {"repro without a case", {"repro"}, 2, "repro takes exactly one case id"},
       {"repro of an unknown case", {"repro", "op/no/such"}, 2, "no case 'op/no/such'"},
       {"repro --from garbage", {"repro", "op/faults/healthy", "--plugin-dir", test_plugins_dir(), "--from", "g.json"},
