@@ -266,6 +266,10 @@ TEST(BadInput, EveryKindExitsWithItsCodeAndOneLineNamingIt) {
       }
     }
     const auto r = run_mpscheck(row.args, dir, row.env);
+    // The table for the record: kind | exit code | the message's last line.
+    std::string last = r.err.substr(0, r.err.size() - (r.err.empty() ? 0 : 1));
+    last = last.substr(last.rfind('\n') == std::string::npos ? 0 : last.rfind('\n') + 1);
+    std::cout << "| " << row.kind << " | " << r.exit_code << " | " << last << " |\n";
     EXPECT_EQ(r.exit_code, row.exit_code) << r.err;
     EXPECT_NE(r.err.find(row.says), std::string::npos) << r.err;
     EXPECT_LE(count_lines(r.err), row.max_lines) << r.err;
