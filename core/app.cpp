@@ -27,17 +27,68 @@
 #include <filesystem>
 #include <iostream>
 #include <set>
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
+#include <optional>
 #include <unistd.h>
 
 namespace mpscheck {
 
 namespace {
 
-constexpr int kExitOk = 0, kExitFindings = 1, kExitUsage = 2, kExitNoTarget = 3, kExitInterrupted = 130;
+// 4: the run could not go on (no worker would start, the journal could not be written); every
+// finished case is kept in the journal and --resume continues.
+constexpr int kExitOk = 0, kExitFindings = 1, kExitUsage = 2, kExitNoTarget = 3, kExitCannotRun = 4,
+              kExitInterrupted = 130;
 
 void on_interrupt(int) { g_interrupted = 1; }
 
 std::string join(const std::vector<std::string>& v, const char* sep) { return fmt::format("{}", fmt::join(v, sep)); }
+
+// Fails before any case runs rather than after the last: `flag` FILE can be created and replaced
+// the way the report writers do it (parent folders made, a temporary file, then a rename).
+std::optional<std::string> unwritable_file(const std::string& flag, const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::path target(path);
+  if (fs::is_directory(target, ec))
+    return fmt::format("{} {}: that is a folder; give a file name", flag, path);
+  if (target.has_parent_path()) {
+    fs::create_directories(target.parent_path(), ec);
+    if (ec) return fmt::format("{} {}: cannot create its folder ({}); choose a writable path", flag, path, ec.message());
+  }
+  const std::string probe = fmt::format("{}.probe.{}", path, static_cast<long>(::getpid()));
+  const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0) return fmt::format("{} {}: cannot write there ({}); choose a writable path", flag, path, std::strerror(errno));
+  ::close(fd);
+  ::unlink(probe.c_str());
+  return std::nullopt;
+}
+
+std::optional<std::string> unwritable_folder(const std::string& flag, const std::string& dir) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec || !fs::is_directory(dir))
+    return fmt::format("{} {}: cannot create the folder ({}); choose a writable path", flag, dir,
+                       ec ? ec.message() : "a file of that name is in the way");
+  return unwritable_file(flag, (fs::path(dir) / ".mpscheck-write-test").string());
+}
+
+// Every destination of the run, checked before the first case.
+std::optional<std::string> unwritable_outputs(const Config& cfg) {
+  if (auto bad = unwritable_folder("--report-dir", cfg.report_dir)) return bad;
+  if (auto bad = unwritable_file(cfg.json_path.empty() ? "the JSON report" : "--json", cfg.report_path())) return bad;
+  const std::pair<const char*, const std::string*> files[] = {
+      {"--junit", &cfg.junit_path}, {"--markdown", &cfg.markdown_path}, {"--html", &cfg.html_path}};
+  for (const auto& [flag, path] : files)
+    if (!path->empty())
+      if (auto bad = unwritable_file(flag, *path)) return bad;
+  if (!cfg.bug_reports_dir.empty())
+    if (auto bad = unwritable_folder("--bug-reports", cfg.bug_reports_dir)) return bad;
+  return std::nullopt;
+}
 
 int print_env(const Config& cfg) {
   if (cfg.threads > 0) at::set_num_threads(cfg.threads);
@@ -96,6 +147,14 @@ int compare_command(const Config& cfg) {
 }
 
 int merge_command(const Config& cfg) {
+  for (const auto& [flag, path] : {std::pair<const char*, std::string>{"-o", cfg.output_path}, {"--junit", cfg.junit_path},
+                                   {"--markdown", cfg.markdown_path}, {"--html", cfg.html_path}}) {
+    if (path.empty()) continue;
+    if (auto bad = unwritable_file(flag, path)) {
+      std::cerr << "mpscheck: " << *bad << '\n';
+      return kExitUsage;
+    }
+  }
   try {
     const RunReport merged = merge_reports(cfg.arguments);
     write_json_report(cfg.output_path, merged);
@@ -185,6 +244,9 @@ int run_mpscheck(int argc, char** argv) {
   for (const auto& d : dirs) {
     try {
       host.load_directory(d);
+    } catch (const UntrustedPlugin& e) {
+      std::cerr << "mpscheck: " << e.what() << '\n';
+      return kExitUsage;
     } catch (const PluginLoadError& e) {
       std::cerr << "mpscheck: " << e.what() << "; check --plugin-dir\n";
       return kExitUsage;
@@ -251,13 +313,13 @@ int run_mpscheck(int argc, char** argv) {
     return kExitUsage;
   }
 
-  // Report folder, journal, resume.
-  std::error_code ec;
-  std::filesystem::create_directories(cfg.report_dir, ec);
-  if (ec) {
-    std::cerr << "mpscheck: cannot create the report folder " << cfg.report_dir << ": " << ec.message() << '\n';
+  // Every output destination, before a long run could fail at its very end.
+  if (auto bad = unwritable_outputs(cfg)) {
+    std::cerr << "mpscheck: " << *bad << '\n';
     return kExitUsage;
   }
+  std::error_code ec;
+  int damaged_lines = 0;
   const nlohmann::json header{{"mpscheck_journal", 1}, {"target", target.spec.str()}, {"seed", cfg.seed},
                               {"quick", cfg.quick}};
   std::map<std::string, CaseResult> done;
@@ -271,6 +333,7 @@ int run_mpscheck(int argc, char** argv) {
                                          cfg.journal_path(), key, previous.header[key].dump(), header[key].dump()));
       }
       for (auto& r : previous.results) done[r.id] = std::move(r);
+      damaged_lines = previous.damaged_lines;
     } catch (const JournalError& e) {
       std::cerr << "mpscheck: " << e.what() << '\n';
       return kExitUsage;
@@ -290,24 +353,32 @@ int run_mpscheck(int argc, char** argv) {
   report.run = {{"target", target.spec.str()},   {"seed", cfg.seed},
                 {"quick", cfg.quick},             {"min_time_s", cfg.min_time()},
                 {"selected", selected.size()},    {"filters", cfg.selection.filters},
-                {"shard", cfg.shard},
+                {"shard", cfg.shard.empty() ? "all" : cfg.shard},
                 {"command", [&] {
                    std::vector<std::string> a(argv, argv + argc);
                    return join(a, " ");
                  }()}};
 
-  std::cerr << fmt::format("mpscheck {} | LibTorch {} | target {} | {} cases | seed {} | {} threads\n", kVersion,
+  std::cerr << fmt::format("mpscheck {} | LibTorch {} | target {} | {} cases | {} | seed {} | {} threads\n", kVersion,
                            report.environment["torch_version"].get<std::string>(), target.spec.str(), selected.size(),
-                           cfg.seed, report.environment["threads"].get<int>());
+                           cfg.shard.empty() ? "no shard" : "shard " + cfg.shard, cfg.seed,
+                           report.environment["threads"].get<int>());
+  if (!cfg.shard_note.empty()) std::cerr << "mpscheck: shard: " << cfg.shard_note << '\n';
   if (!target.note.empty()) std::cerr << "mpscheck: " << target.note << '\n';
   for (const auto& w : report.environment["warnings"]) std::cerr << "mpscheck: warning: " << w.get<std::string>() << '\n';
-  if (!done.empty()) std::cerr << "mpscheck: resuming: " << done.size() << " cases already in the journal\n";
+  if (cfg.resume)
+    std::cerr << "mpscheck: resuming: " << done.size() << " cases already in the journal"
+              << (damaged_lines ? fmt::format("; skipped {} damaged line{} (a case cut off mid-write runs again)",
+                                              damaged_lines, damaged_lines == 1 ? "" : "s")
+                                : std::string())
+              << '\n';
 
   struct sigaction sa{};
   sa.sa_handler = on_interrupt;
   sigaction(SIGINT, &sa, nullptr);
   sigaction(SIGTERM, &sa, nullptr);
   std::signal(SIGPIPE, SIG_IGN);
+  std::signal(SIGXFSZ, SIG_IGN);  // a file-size limit makes the journal's write fail with EFBIG, reported below
 
   std::vector<std::string> extra_dirs;
   for (const auto& d : cfg.plugin_dirs) extra_dirs.push_back(std::filesystem::absolute(d).string());
@@ -318,7 +389,12 @@ int run_mpscheck(int argc, char** argv) {
                                      {"model", cfg.model_path.empty() ? "" : std::filesystem::absolute(cfg.model_path).string()},
                                      {"inputs", cfg.model_inputs},
                                      {"train", cfg.train}};
-  Runner runner(worker_config, cfg.report_dir + "/worker.log");
+  RunnerOptions runner_options;
+  // A fresh worker after a target error on accelerators (see RunnerOptions); the variable lets the
+  // tests apply the rule to cpu.
+  const char* as_accelerator = std::getenv("MPSCHECK_TEST_FRESH_WORKER_AFTER_ERROR");
+  runner_options.fresh_worker_after_error = target.spec.device != "cpu" || (as_accelerator && *as_accelerator == '1');
+  Runner runner(worker_config, cfg.report_dir + "/worker.log", runner_options);
   ConsoleReporter console(std::cout, isatty(STDOUT_FILENO), use_color(STDOUT_FILENO));
 
   const auto run_start = std::chrono::steady_clock::now();
@@ -333,12 +409,26 @@ int run_mpscheck(int argc, char** argv) {
     console.case_started(i, selected.size(), id);
     const auto t0 = std::chrono::steady_clock::now();
     const double timeout = w.kind() == Kind::Model ? cfg.timeout_for_model() : cfg.timeout_for_op();
-    CaseResult r = runner.run(id, timeout);
+    CaseResult r;
+    try {
+      r = runner.run(id, timeout);
+    } catch (const WorkerStartError& e) {
+      std::cerr << "mpscheck: " << e.what() << " (stopped before case " << id << "; the " << journal->appended()
+                << " cases finished in this run are in " << cfg.journal_path()
+                << "; fix the cause, then run the same command with --resume)\n";
+      return kExitCannotRun;
+    }
     if (g_interrupted) break;  // an interrupted case is not recorded: --resume runs it again
     r.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     identify(r, selected[i], target.spec);
     recommend(r);
-    journal->append(r);
+    try {
+      journal->append(r);
+    } catch (const JournalError& e) {
+      std::cerr << "mpscheck: " << e.what() << "; stopped: the " << journal->appended()
+                << " cases finished before it are kept there; free space, then run the same command with --resume\n";
+      return kExitCannotRun;
+    }
     console.case_finished(i, selected.size(), r);
     report.cases.push_back(std::move(r));
   }

@@ -51,7 +51,7 @@ po::options_description visible_options() {
       ("bug-reports", po::value<std::string>(), "write one Markdown bug report per finding into DIR")
       ("expect", po::value<std::string>(), "known failures (see README): only unexpected results fail the run")
       ("baseline", po::value<std::string>(), "an earlier report.json: print regressions and fixes; a regression fails the run")
-      ("shard", po::value<std::string>(), "run shard I of N (I/N, 1-based; or GTEST_SHARD_INDEX/GTEST_TOTAL_SHARDS)")
+      ("shard", po::value<std::string>(), "run shard I of N (I/N, 1-based), or 'auto': the shard GTEST_SHARD_INDEX/GTEST_TOTAL_SHARDS name")
       ("output,o", po::value<std::string>(), "merge: where to write the merged JSON report")
       ("from", po::value<std::string>(), "repro: take the observed values from this report.json")
       ("script", "repro: print only the Python reproducer");
@@ -172,16 +172,27 @@ Config parse_command_line(int argc, const char* const* argv, std::string* out_te
   text("output", c.output_path);
   text("from", c.from_report);
   c.script_only = vm.count("script") > 0;
-  if (c.shard.empty()) {
-    const char* index = std::getenv("GTEST_SHARD_INDEX");
-    const char* total = std::getenv("GTEST_TOTAL_SHARDS");
-    if (index && total && *index && *total) {
-      try {
-        c.shard = std::to_string(std::stoi(index) + 1) + "/" + total;
-      } catch (...) {
-        throw UsageError(fmt::format("GTEST_SHARD_INDEX={} / GTEST_TOTAL_SHARDS={} are not numbers", index, total));
-      }
+  // A test runner's GTEST_SHARD_* are read only when asked: an mpscheck started inside a sharded
+  // test must not silently run a slice of its cases.
+  const char* index = std::getenv("GTEST_SHARD_INDEX");
+  const char* total = std::getenv("GTEST_TOTAL_SHARDS");
+  const bool gtest_shard = index && total && *index && *total;
+  if (c.shard == "auto") {
+    c.shard.clear();
+    if (gtest_shard) {
+      const std::string i(index), n(total);
+      const bool numbers = i.size() <= 9 && n.size() <= 9 && i.find_first_not_of("0123456789") == std::string::npos &&
+                           n.find_first_not_of("0123456789") == std::string::npos;
+      if (!numbers)
+        throw UsageError(fmt::format("--shard auto: GTEST_SHARD_INDEX={} / GTEST_TOTAL_SHARDS={} are not counts; "
+                                     "unset them or pass --shard I/N", i.substr(0, 20), n.substr(0, 20)));
+      c.shard = std::to_string(std::stol(i) + 1) + "/" + n;
+      c.shard_note = "from GTEST_SHARD_INDEX/GTEST_TOTAL_SHARDS (--shard auto)";
+    } else {
+      c.shard_note = "--shard auto, but GTEST_SHARD_INDEX/GTEST_TOTAL_SHARDS are not set: running every case";
     }
+  } else if (gtest_shard && c.shard.empty()) {
+    c.shard_note = "GTEST_SHARD_INDEX/GTEST_TOTAL_SHARDS are set but ignored; pass --shard auto to run only that slice";
   }
   if (!c.shard.empty()) {
     try {

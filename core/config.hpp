@@ -36,7 +36,8 @@ struct Config {
   std::string bug_reports_dir;         // --bug-reports DIR: one Markdown issue body per finding
   std::string expect_path;             // --expect FILE: known failures
   std::string baseline_path;           // --baseline OLD.json: regressions and fixes
-  std::string shard;                   // --shard I/N (or GTEST_SHARD_INDEX/GTEST_TOTAL_SHARDS)
+  std::string shard;                   // --shard I/N, or --shard auto: GTEST_SHARD_INDEX/GTEST_TOTAL_SHARDS
+  std::string shard_note;              // where the shard came from, or why GTEST_* were not used
   std::string output_path;             // merge -o OUT.json
   std::string from_report;             // repro --from REPORT.json
   bool script_only = false;            // repro --script: the Python reproducer alone

@@ -1,28 +1,39 @@
 #include "core/journal.hpp"
 
+#include "core/untrusted_json.hpp"
+
 #include <fmt/format.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
+#include <fstream>
+#include <sstream>
+#include <sys/stat.h>
+#include <unistd.h>
 
 namespace mpscheck {
 
-JournalContents read_journal(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw JournalError(fmt::format("cannot read the journal {}: no earlier run to resume there", path));
+JournalContents parse_journal(const std::string& text, const std::string& path) {
   JournalContents c;
+  std::istringstream in(text);
   std::string line;
   int n = 0;
   while (std::getline(in, line)) {
     ++n;
     if (line.empty()) continue;
+    nlohmann::json j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (n == 1) {
+      if (j.is_discarded() || !j.is_object() || !j.contains("mpscheck_journal"))
+        throw JournalError(fmt::format("{} is not an mpscheck journal (line 1 is not its header)", path));
+      c.header = std::move(j);
+      continue;
+    }
     try {
-      auto j = nlohmann::json::parse(line);
-      if (n == 1) {
-        if (!j.contains("mpscheck_journal")) throw JournalError("no header");
-        c.header = std::move(j);
-      } else {
-        c.results.push_back(j.get<CaseResult>());
-      }
+      if (j.is_discarded() || !j.is_object() || !bad_integer_field(j).empty())
+        throw std::invalid_argument("not a result");
+      c.results.push_back(j.get<CaseResult>());
     } catch (const std::exception&) {
-      if (n == 1) throw JournalError(fmt::format("{} is not an mpscheck journal (line 1 is not its header)", path));
       ++c.damaged_lines;
     }
   }
@@ -30,21 +41,59 @@ JournalContents read_journal(const std::string& path) {
   return c;
 }
 
+JournalContents read_journal(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw JournalError(fmt::format("cannot read the journal {}: no earlier run to resume there", path));
+  std::stringstream s;
+  s << in.rdbuf();
+  return parse_journal(s.str(), path);
+}
+
 Journal::Journal(const std::string& path, const nlohmann::json& header, bool resume) : path_(path) {
-  out_.open(path, resume ? std::ios::app : std::ios::trunc);
-  if (!out_) throw JournalError(fmt::format("cannot write the journal {}; check the report folder", path));
-  if (!resume) {
-    out_ << header.dump() << '\n';
-    out_.flush();
-  } else {
-    out_ << '\n';  // ends a half-written line left by a killed run; empty lines are skipped
-    out_.flush();
+  // Close-on-exec: a worker must never hold the journal open.
+  fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | (resume ? 0 : O_TRUNC), 0644);
+  if (fd_ < 0)
+    throw JournalError(fmt::format("cannot write the journal {}: {}; check the report folder", path, std::strerror(errno)));
+  // A resumed journal may end in a half-written line of a killed run; a newline ends it (empty lines are skipped).
+  write_line(resume ? std::string() : header.dump());
+  last_sync_ = std::chrono::steady_clock::now();
+}
+
+Journal::~Journal() {
+  if (fd_ >= 0) {
+    ::fsync(fd_);
+    ::close(fd_);
+  }
+}
+
+void Journal::write_line(const std::string& text) {
+  struct stat sb{};
+  const off_t before = ::fstat(fd_, &sb) == 0 ? sb.st_size : -1;
+  const std::string line = text + '\n';
+  const char* p = line.data();
+  size_t left = line.size();
+  while (left > 0) {
+    const ssize_t n = ::write(fd_, p, left);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      const int err = n < 0 ? errno : ENOSPC;
+      if (before >= 0 && ::ftruncate(fd_, before) != 0) {
+      }  // best effort: a torn line is also skipped (and counted) by --resume
+      throw JournalError(fmt::format("cannot write the journal {}: {}", path_, std::strerror(err)));
+    }
+    p += n;
+    left -= static_cast<size_t>(n);
   }
 }
 
 void Journal::append(const CaseResult& result) {
-  out_ << nlohmann::json(result).dump() << '\n';
-  out_.flush();
+  write_line(nlohmann::json(result).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+  ++appended_;
+  const auto now = std::chrono::steady_clock::now();
+  if (now - last_sync_ >= kSyncInterval) {
+    ::fsync(fd_);
+    last_sync_ = now;
+  }
 }
 
 }  // namespace mpscheck

@@ -1,12 +1,13 @@
-// The run journal: one JSON line per finished case, flushed the moment it exists, so a killed
-// run loses nothing and `--resume` continues it. The first line records what the run was.
+// The run journal: one JSON line per finished case, written with one write() the moment it exists,
+// so a killed host loses nothing and `--resume` continues it. The first line records what the run
+// was. No LibTorch in here: the reader is fuzzed on its own (tests/fuzz).
 #pragma once
 
 #include "core/result.hpp"
 
 #include <nlohmann/json.hpp>
 
-#include <fstream>
+#include <chrono>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -25,16 +26,32 @@ struct JournalContents {
 
 // Reads a journal; throws JournalError when the file is missing or has no header.
 JournalContents read_journal(const std::string& path);
+// The same from the file's text; `path` only names it in messages.
+JournalContents parse_journal(const std::string& text, const std::string& path);
 
 class Journal {
  public:
-  // Starts a new journal (truncating) or, with resume, appends to an existing one.
+  // Starts a new journal (truncating) or, with resume, appends to an existing one. Throws JournalError.
   Journal(const std::string& path, const nlohmann::json& header, bool resume);
+  ~Journal();
+  Journal(const Journal&) = delete;
+  Journal& operator=(const Journal&) = delete;
+
+  // Appends one line. Throws JournalError (disk full, file-size limit, I/O error) after cutting
+  // off whatever part of the line got written, so every earlier line stays whole.
   void append(const CaseResult& result);
+  int appended() const { return appended_; }
+
+  // write() alone survives a killed process (the data is in the kernel); fsync also survives a
+  // power cut but costs ~3.5 ms here, so it runs at most once per interval, and at the end.
+  static constexpr std::chrono::milliseconds kSyncInterval{1000};
 
  private:
-  std::ofstream out_;
+  void write_line(const std::string& line);
+  int fd_ = -1;
   std::string path_;
+  int appended_ = 0;
+  std::chrono::steady_clock::time_point last_sync_;
 };
 
 }  // namespace mpscheck

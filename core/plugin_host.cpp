@@ -7,6 +7,9 @@
 #include <fmt/format.h>
 
 #include <dlfcn.h>
+#include <pwd.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 
@@ -28,12 +31,32 @@ bool looks_like_plugin_file(const fs::path& p) {
 }
 }  // namespace
 
+void check_plugin_trust(const fs::path& path) {
+  struct stat sb{};
+  if (::stat(path.c_str(), &sb) != 0) return;  // a missing path gets its own message from the caller
+  const char* what = S_ISDIR(sb.st_mode) ? "plugin folder" : "plugin";
+  // Code from there runs inside mpscheck: only its owner (or root) may have been able to write it.
+  if (sb.st_mode & S_IWOTH)
+    throw UntrustedPlugin(fmt::format("refusing {} {}: it is world-writable, so anyone on this machine could have "
+                                      "replaced it; if you trust it, run 'chmod o-w {}'",
+                                      what, path.string(), path.string()));
+  const uid_t me = ::geteuid();
+  if (sb.st_uid != me && sb.st_uid != 0) {
+    const passwd* owner = ::getpwuid(sb.st_uid);
+    const std::string who = owner ? fmt::format("{} (uid {})", owner->pw_name, sb.st_uid) : fmt::format("uid {}", sb.st_uid);
+    throw UntrustedPlugin(fmt::format("refusing {} {}: it belongs to {}, not to you or root; if you trust it, run "
+                                      "'chown {} {}' (or copy it into a folder of your own)",
+                                      what, path.string(), who, me, path.string()));
+  }
+}
+
 PluginHost::PluginHost() = default;
 PluginHost::~PluginHost() = default;
 
 void PluginHost::load_file(const fs::path& file) {
   const std::string where = file.string();
   if (!fs::exists(file)) throw PluginLoadError(fmt::format("{}: no such file", where));
+  check_plugin_trust(file);
   boost::dll::fs::error_code ec;
   boost::dll::shared_library lib(file, ec, boost::dll::load_mode::rtld_lazy | boost::dll::load_mode::rtld_local);
   if (ec || !lib.is_loaded()) {
@@ -78,6 +101,7 @@ void PluginHost::load_directory(const fs::path& dir) {
   std::error_code ec;
   if (!fs::is_directory(dir, ec))
     throw PluginLoadError(fmt::format("plugin folder {} does not exist or is not a folder", dir.string()));
+  check_plugin_trust(dir);
   std::vector<fs::path> files;
   for (const auto& entry : fs::directory_iterator(dir, ec))
     if (entry.is_regular_file() && looks_like_plugin_file(entry.path())) files.push_back(entry.path());
@@ -85,6 +109,8 @@ void PluginHost::load_directory(const fs::path& dir) {
   for (const auto& f : files) {
     try {
       load_file(f);
+    } catch (const UntrustedPlugin&) {
+      throw;
     } catch (const PluginLoadError& e) {
       warnings_.push_back(e.what());
     }

@@ -27,6 +27,15 @@ struct PluginLoadError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// A plugin file or folder that others could have written: never loaded, and the run stops.
+struct UntrustedPlugin : PluginLoadError {
+  using PluginLoadError::PluginLoadError;
+};
+
+// Throws UntrustedPlugin when `path` is world-writable or owned by someone other than the
+// effective user or root; the message names the path and the command that fixes it.
+void check_plugin_trust(const std::filesystem::path& path);
+
 class PluginHost {
  public:
   PluginHost();
@@ -34,10 +43,12 @@ class PluginHost {
   PluginHost(const PluginHost&) = delete;
   PluginHost& operator=(const PluginHost&) = delete;
 
-  // Loads one file. Throws PluginLoadError with a sentence naming the file and the reason.
+  // Loads one file. Throws PluginLoadError with a sentence naming the file and the reason
+  // (UntrustedPlugin before anything is loaded, for a file others could have written).
   void load_file(const std::filesystem::path& file);
   // Loads every *.so / *.dylib in `dir` (sorted by name). A file that fails is skipped and its
-  // reason kept in warnings(); the others still load. A missing folder throws PluginLoadError.
+  // reason kept in warnings(); the others still load. A missing folder throws PluginLoadError;
+  // an untrusted folder or file throws UntrustedPlugin.
   void load_directory(const std::filesystem::path& dir);
 
   const std::vector<std::string>& warnings() const { return warnings_; }

@@ -1,5 +1,7 @@
 #include "core/registry.hpp"
 
+#include "core/user_regex.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -11,7 +13,7 @@ CaseFilter::CaseFilter(const std::vector<std::string>& patterns) {
     const bool negative = !p.empty() && p[0] == '-';
     const std::string body = negative ? p.substr(1) : p;
     try {
-      (negative ? exclude_ : include_).emplace_back(body, std::regex::ECMAScript);
+      (negative ? exclude_ : include_).push_back(user_regex(body));
     } catch (const std::regex_error& e) {
       throw std::invalid_argument(fmt::format("--filter '{}' is not a valid regular expression ({})", p, e.what()));
     }

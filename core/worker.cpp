@@ -4,12 +4,14 @@
 #include "core/plugin_host.hpp"
 #include "core/registry.hpp"
 #include "core/target.hpp"
+#include "core/worker_protocol.hpp"
 #include "plugins/torchscript/torchscript_workload.hpp"
 
 #include <ATen/Parallel.h>
 #include <boost/dll/runtime_symbol_info.hpp>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <cstring>
@@ -18,6 +20,7 @@
 #include <poll.h>
 #include <spawn.h>
 #include <sys/stat.h>
+#include <thread>
 #include <sys/wait.h>
 #include <unistd.h>
 #ifdef __linux__
@@ -33,6 +36,18 @@ volatile sig_atomic_t g_interrupted = 0;
 namespace {
 
 constexpr int kResultFd = 3;
+
+// Both ends close-on-exec from the start (pipe2 makes it atomic where it exists).
+int make_pipe(int fds[2]) {
+#if defined(__APPLE__)
+  if (::pipe(fds) != 0) return -1;
+  ::fcntl(fds[0], F_SETFD, FD_CLOEXEC);
+  ::fcntl(fds[1], F_SETFD, FD_CLOEXEC);
+  return 0;
+#else
+  return ::pipe2(fds, O_CLOEXEC);
+#endif
+}
 
 bool write_all(int fd, const std::string& data) {
   const char* p = data.data();
@@ -70,6 +85,36 @@ const char* signal_name(int sig) {
 
 // ---------------------------------------------------------------- worker side
 
+namespace {
+// Everything the worker needs before its first case; throws for a bad config or a plugin it cannot load.
+struct WorkerSetup {
+  ExecuteOptions options;
+  PluginHost host;
+  std::vector<std::unique_ptr<Workload>> builtin;
+  std::unique_ptr<Registry> registry;
+};
+
+void set_up_worker(const std::string& config_line, WorkerSetup& w) {
+  const auto cfg = nlohmann::json::parse(config_line);
+  w.options.target = parse_target(cfg.at("target").get<std::string>());
+  w.options.setup.seed = cfg.at("seed").get<std::uint64_t>();
+  w.options.setup.quick = cfg.at("quick").get<bool>();
+  w.options.min_time_s = cfg.at("min_time").get<double>();
+  if (const int threads = cfg.value("threads", 0); threads > 0) at::set_num_threads(threads);
+  if (cfg.value("default_plugins", true)) {
+    const auto dir = PluginHost::default_plugin_dir();
+    if (!dir.empty()) w.host.load_directory(dir);
+  }
+  for (const auto& d : cfg.value("plugin_dirs", std::vector<std::string>{})) w.host.load_directory(d);
+  std::vector<RegisteredWorkload> all = w.host.workloads();
+  if (const std::string model = cfg.value("model", ""); !model.empty())
+    w.builtin = make_torchscript_workloads(
+        torchscript_options(model, cfg.value("inputs", std::vector<std::string>{})), cfg.value("train", false));
+  for (const auto& b : w.builtin) all.push_back({b.get(), &PluginHost::builtin_info()});
+  w.registry = std::make_unique<Registry>(all);
+}
+}  // namespace
+
 int worker_main() {
 #ifdef __linux__
   prctl(PR_SET_PDEATHSIG, SIGKILL);  // a killed host must not leave a worker running
@@ -80,49 +125,75 @@ int worker_main() {
   }
   std::string line;
   if (!std::getline(std::cin, line)) return 0;
-  const auto cfg = nlohmann::json::parse(line);
-  ExecuteOptions options;
-  options.target = parse_target(cfg.at("target").get<std::string>());
-  options.setup.seed = cfg.at("seed").get<std::uint64_t>();
-  options.setup.quick = cfg.at("quick").get<bool>();
-  options.min_time_s = cfg.at("min_time").get<double>();
-  if (const int threads = cfg.value("threads", 0); threads > 0) at::set_num_threads(threads);
-
-  PluginHost host;
-  if (cfg.value("default_plugins", true)) {
-    const auto dir = PluginHost::default_plugin_dir();
-    if (!dir.empty()) host.load_directory(dir);
+  WorkerSetup w;
+  try {
+    set_up_worker(line, w);
+  } catch (const std::exception& e) {
+    std::cerr << "mpscheck worker: cannot start: " << e.what() << '\n';
+    write_all(kResultFd, nlohmann::json{{"ready", false}, {"error", e.what()}}.dump(-1, ' ', false,
+                                                                                    nlohmann::json::error_handler_t::replace) + "\n");
+    return 2;
   }
-  for (const auto& d : cfg.value("plugin_dirs", std::vector<std::string>{})) host.load_directory(d);
-  std::vector<RegisteredWorkload> all = host.workloads();
-  std::vector<std::unique_ptr<Workload>> builtin;
-  if (const std::string model = cfg.value("model", ""); !model.empty())
-    builtin = make_torchscript_workloads(
-        torchscript_options(model, cfg.value("inputs", std::vector<std::string>{})), cfg.value("train", false));
-  for (const auto& w : builtin) all.push_back({w.get(), &PluginHost::builtin_info()});
-  const Registry registry(all);
-  write_all(kResultFd, nlohmann::json{{"ready", true}, {"cases", registry.size()}}.dump() + "\n");
+  // One line per worker in worker.log: how often the host had to start a fresh one.
+  std::cerr << "mpscheck worker " << getpid() << ": ready, " << w.registry->size() << " cases" << std::endl;
+  write_all(kResultFd, nlohmann::json{{"ready", true}, {"cases", w.registry->size()}}.dump() + "\n");
 
   while (std::getline(std::cin, line)) {
     const auto request = nlohmann::json::parse(line);
     const std::string id = request.at("id").get<std::string>();
     CaseResult result;
-    if (const RegisteredWorkload* w = registry.find(id)) {
-      result = execute_case(*w, options);
+    if (const RegisteredWorkload* found = w.registry->find(id)) {
+      result = execute_case(*found, w.options);
     } else {
       result.id = id;
       result.status = Status::Error;
       result.message = "the worker does not know this case (plugins changed during the run?)";
     }
-    if (!write_all(kResultFd, nlohmann::json(result).dump() + "\n")) return 1;
+    // Invalid UTF-8 in a message must not kill the worker (strict dump() throws on it).
+    const std::string line = nlohmann::json(result).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    if (!write_all(kResultFd, line + "\n")) return 1;
   }
   return 0;
 }
 
 // ---------------------------------------------------------------- host side
 
-Runner::Runner(nlohmann::json worker_config, std::string log_path)
-    : config_(std::move(worker_config)), log_path_(std::move(log_path)) {}
+std::string describe_wait_status(int st) {
+  if (WIFSIGNALED(st)) {
+    const int sig = WTERMSIG(st);
+    const char* name = signal_name(sig);
+    std::string s = name ? name : fmt::format("signal {}", sig);
+    s += fmt::format(" ({})", strsignal(sig));
+    if (sig == SIGKILL) s += ", often the out-of-memory killer";
+    return s;
+  }
+  if (WIFEXITED(st)) return fmt::format("exit code {}", WEXITSTATUS(st));
+  return "unknown status";
+}
+
+bool wait_for_exit(pid_t pid, double seconds, int* wait_status) {
+  using Clock = std::chrono::steady_clock;
+  const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+  auto pause = std::chrono::milliseconds(1);
+  for (;;) {
+    int st = 0;
+    const pid_t r = ::waitpid(pid, &st, WNOHANG);
+    if (r == pid) {
+      if (wait_status) *wait_status = st;
+      return true;
+    }
+    if (r < 0 && errno != EINTR) {  // ECHILD: not ours, or already reaped
+      if (wait_status) *wait_status = 0;
+      return true;
+    }
+    if (Clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(pause);
+    pause = std::min(pause * 2, std::chrono::milliseconds(50));
+  }
+}
+
+Runner::Runner(nlohmann::json worker_config, std::string log_path, RunnerOptions options)
+    : config_(std::move(worker_config)), log_path_(std::move(log_path)), options_(options) {}
 
 Runner::~Runner() {
   stop();
@@ -131,38 +202,46 @@ Runner::~Runner() {
 
 void Runner::stop() {
   if (pid_ > 0) {
-    ::kill(pid_, SIGKILL);
     int st = 0;
-    reap(&st);
+    finish(0, &st);
   }
 }
 
-void Runner::reap(int* wait_status) {
+bool Runner::finish(double grace_s, int* wait_status) {
   if (to_worker_ >= 0) ::close(to_worker_);
   if (from_worker_ >= 0) ::close(from_worker_);
   to_worker_ = from_worker_ = -1;
   buffer_.clear();
-  if (pid_ > 0) {
-    while (::waitpid(pid_, wait_status, 0) < 0 && errno == EINTR) {
-    }
-  }
+  // Earlier workers that would not die: collect any that finally did, never waiting.
+  abandoned_.erase(std::remove_if(abandoned_.begin(), abandoned_.end(),
+                                  [](pid_t p) { return wait_for_exit(p, 0, nullptr); }),
+                   abandoned_.end());
+  const pid_t pid = pid_;
   pid_ = -1;
+  if (pid <= 0) return true;
+  if (grace_s > 0 && wait_for_exit(pid, grace_s, wait_status)) return true;
+  ::kill(pid, SIGKILL);
+  if (wait_for_exit(pid, options_.kill_wait_s, wait_status)) return true;
+  abandoned_.push_back(pid);
+  return false;
 }
 
-bool Runner::start(std::string* why) {
+void Runner::start() {
   if (log_fd_ < 0) {
     log_fd_ = ::open(log_path_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-    if (log_fd_ < 0) {
-      *why = fmt::format("cannot open the worker log {}: {}", log_path_, std::strerror(errno));
-      return false;
-    }
+    if (log_fd_ < 0)
+      throw WorkerStartError(fmt::format("cannot open the worker log {}: {}", log_path_, std::strerror(errno)));
   }
+  // Atomically close-on-exec: no other thread's spawn can inherit them half-made.
   int in[2], out[2];
-  if (::pipe(in) != 0 || ::pipe(out) != 0) {
-    *why = fmt::format("cannot create pipes: {}", std::strerror(errno));
-    return false;
+  if (make_pipe(in) != 0)
+    throw WorkerStartError(fmt::format("cannot create a pipe for the worker: {}", std::strerror(errno)));
+  if (make_pipe(out) != 0) {
+    const int err = errno;
+    ::close(in[0]);
+    ::close(in[1]);
+    throw WorkerStartError(fmt::format("cannot create a pipe for the worker: {}", std::strerror(err)));
   }
-  for (int fd : {in[0], in[1], out[0], out[1]}) ::fcntl(fd, F_SETFD, FD_CLOEXEC);
 
   boost::dll::fs::error_code ec;
   const std::string exe = boost::dll::program_location(ec).string();
@@ -177,31 +256,59 @@ bool Runner::start(std::string* why) {
   posix_spawn_file_actions_adddup2(&actions, log_fd_, 1);
   posix_spawn_file_actions_adddup2(&actions, log_fd_, 2);
   posix_spawn_file_actions_adddup2(&actions, out[1], kResultFd);
-  const int rc = ::posix_spawn(&pid_, exe.c_str(), &actions, nullptr, argv.data(), environ);
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  // Descriptors the host itself inherited without close-on-exec (a CI runner's, a shell's) stay out too.
+#if defined(__APPLE__)
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_CLOEXEC_DEFAULT);
+#elif defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 34))
+  posix_spawn_file_actions_addclosefrom_np(&actions, kResultFd + 1);
+#endif
+  pid_t pid = -1;
+  const int rc = ::posix_spawn(&pid, exe.c_str(), &actions, &attr, argv.data(), environ);
   posix_spawn_file_actions_destroy(&actions);
+  posix_spawnattr_destroy(&attr);
   ::close(in[0]);
   ::close(out[1]);
+  if (rc != 0) {
+    ::close(in[1]);
+    ::close(out[0]);
+    throw WorkerStartError(fmt::format("cannot start the worker {}: {}", exe, std::strerror(rc)));
+  }
+  pid_ = pid;
   to_worker_ = in[1];
   from_worker_ = out[0];
-  if (rc != 0) {
-    pid_ = -1;
-    reap(nullptr);
-    *why = fmt::format("cannot start the worker {}: {}", exe, std::strerror(rc));
-    return false;
-  }
+  ++started_;
+  struct stat sb{};
+  const long offset = ::fstat(log_fd_, &sb) == 0 ? static_cast<long>(sb.st_size) : 0;
+
+  std::string line, why;
   if (!write_all(to_worker_, config_.dump() + "\n")) {
-    *why = "the worker closed its input at start-up";
+    why = "it closed its input at start-up";
   } else {
-    std::string line;
-    // Loading LibTorch and every plugin: generous, but not forever.
-    const ReadResult rr = read_line(300, &line);
-    if (rr == ReadResult::Line) return true;
-    *why = rr == ReadResult::Timeout ? "the worker did not start within 300 s" : "the worker died while loading plugins";
+    const ReadResult rr = read_line(options_.start_timeout_s, &line);
+    if (rr == ReadResult::Line) {
+      try {
+        const WorkerReady ready = parse_ready_message(line);
+        if (ready.ok) return;
+        why = ready.error;
+      } catch (const ProtocolError& e) {
+        why = e.what();
+      }
+    } else if (rr == ReadResult::Timeout) {
+      why = fmt::format("it was not ready within {:g} s", options_.start_timeout_s);
+    } else if (rr == ReadResult::Interrupted) {
+      why = "interrupted while it was starting";
+    } else {
+      why = "it died while loading LibTorch and the plugins";
+    }
   }
   int st = 0;
-  ::kill(pid_, SIGKILL);
-  reap(&st);
-  return false;
+  const bool reaped = finish(options_.exit_grace_s, &st);
+  std::string msg = fmt::format("the worker could not start ({}): {}", reaped ? describe_wait_status(st) : "not reaped", why);
+  const std::string tail = log_tail_since(offset);
+  if (!tail.empty() && why.find(tail) == std::string::npos) msg += "; its last output: " + tail;
+  throw WorkerStartError(msg);
 }
 
 Runner::ReadResult Runner::read_line(double timeout_s, std::string* line) {
@@ -229,19 +336,6 @@ Runner::ReadResult Runner::read_line(double timeout_s, std::string* line) {
   }
 }
 
-std::string Runner::describe_exit(int st) const {
-  if (WIFSIGNALED(st)) {
-    const int sig = WTERMSIG(st);
-    const char* name = signal_name(sig);
-    std::string s = name ? name : fmt::format("signal {}", sig);
-    s += fmt::format(" ({})", strsignal(sig));
-    if (sig == SIGKILL) s += ", often the out-of-memory killer";
-    return s;
-  }
-  if (WIFEXITED(st)) return fmt::format("exit code {}", WEXITSTATUS(st));
-  return "unknown status";
-}
-
 std::string Runner::log_tail_since(long offset) const {
   std::string text;
   const int fd = ::open(log_path_.c_str(), O_RDONLY | O_CLOEXEC);
@@ -266,12 +360,7 @@ std::string Runner::log_tail_since(long offset) const {
 CaseResult Runner::run(const std::string& id, double timeout_s) {
   CaseResult r;
   r.id = id;
-  std::string why;
-  if (pid_ < 0 && !start(&why)) {
-    r.status = Status::Crash;
-    r.message = why;
-    return r;
-  }
+  if (pid_ < 0) start();
   struct stat sb{};
   const long offset = ::fstat(log_fd_, &sb) == 0 ? static_cast<long>(sb.st_size) : 0;
   std::string line;
@@ -279,26 +368,38 @@ CaseResult Runner::run(const std::string& id, double timeout_s) {
                       ? read_line(timeout_s, &line) : ReadResult::Eof;
   if (rr == ReadResult::Line) {
     try {
-      return nlohmann::json::parse(line).get<CaseResult>();
-    } catch (const std::exception& e) {
+      r = parse_result_message(line, id);
+      if (options_.fresh_worker_after_error && r.status == Status::Error) stop();
+      return r;
+    } catch (const ProtocolError& e) {
       r.status = Status::Error;
-      r.message = fmt::format("the worker sent an unreadable result ({})", e.what());
+      r.message = e.what();
       stop();
       return r;
     }
   }
   int st = 0;
   if (rr == ReadResult::Eof) {
-    reap(&st);
+    // Usually it died; if it only closed its result pipe, it is killed after a short grace.
+    const bool reaped = finish(options_.exit_grace_s, &st);
     r.status = Status::Crash;
-    if (WIFSIGNALED(st)) r.signal = signal_name(WTERMSIG(st)) ? signal_name(WTERMSIG(st)) : std::to_string(WTERMSIG(st));
-    r.message = fmt::format("the worker died from {} while running this case", describe_exit(st));
+    if (!reaped) {
+      r.message = fmt::format("the worker closed its result pipe and did not die within {:g} s of SIGKILL "
+                              "(stuck in the kernel?); it was abandoned",
+                              options_.kill_wait_s);
+    } else if (WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL) {
+      r.signal = "SIGKILL";
+      r.message = "the worker closed its result pipe and was killed (SIGKILL) while running this case";
+    } else {
+      if (WIFSIGNALED(st))
+        r.signal = signal_name(WTERMSIG(st)) ? signal_name(WTERMSIG(st)) : std::to_string(WTERMSIG(st));
+      r.message = fmt::format("the worker died from {} while running this case", describe_wait_status(st));
+    }
     const std::string tail = log_tail_since(offset);
     if (!tail.empty()) r.message += "; last output: " + tail;
     return r;
   }
-  ::kill(pid_, SIGKILL);
-  reap(&st);
+  const bool reaped = finish(0, &st);
   if (rr == ReadResult::Interrupted) {
     r.status = Status::Skip;
     r.message = "interrupted before the case finished";
@@ -306,6 +407,9 @@ CaseResult Runner::run(const std::string& id, double timeout_s) {
   }
   r.status = Status::Timeout;
   r.message = fmt::format("no result within {:g} s; the worker was killed (raise --timeout if the case is just slow)", timeout_s);
+  if (!reaped)
+    r.message += fmt::format("; it did not die within {:g} s of SIGKILL (stuck in the kernel?) and was abandoned",
+                             options_.kill_wait_s);
   return r;
 }
 

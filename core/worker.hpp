@@ -8,43 +8,76 @@
 
 #include <nlohmann/json.hpp>
 
-#include <string>
 #include <csignal>
+#include <stdexcept>
+#include <string>
 #include <sys/types.h>
+#include <vector>
 
 namespace mpscheck {
 
 // Entry point of `mpscheck --worker`.
 int worker_main();
 
+// The worker could not be started at all (not a case's fault): the run stops with this one line.
+struct WorkerStartError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+struct RunnerOptions {
+  // Loading LibTorch and every plugin: generous, but not forever.
+  double start_timeout_s = 300;
+  // After the worker closed its result pipe: how long it may take to exit on its own before SIGKILL.
+  double exit_grace_s = 2;
+  // After SIGKILL: how long to wait for the kernel to reap it. A worker stuck in the kernel (a
+  // wedged GPU driver) is abandoned after this instead of hanging the run.
+  double kill_wait_s = 10;
+  // Accelerator targets: a case that ends in `error` may leave a sticky device error (CUDA's, a
+  // wedged MPS queue) that would poison every later case, so the next case gets a fresh worker.
+  bool fresh_worker_after_error = false;
+};
+
 // Host side: one live worker at a time, restarted after a crash or a timeout.
 class Runner {
  public:
-  Runner(nlohmann::json worker_config, std::string log_path);
+  Runner(nlohmann::json worker_config, std::string log_path, RunnerOptions options = {});
   ~Runner();
   Runner(const Runner&) = delete;
   Runner& operator=(const Runner&) = delete;
 
-  // Runs case `id` with a deadline; never throws for anything the worker does.
+  // Runs case `id` with a deadline; never throws for anything a case does. Throws
+  // WorkerStartError when no worker can be started, which no later case would change.
   CaseResult run(const std::string& id, double timeout_s);
   // Stops the worker (e.g. on Ctrl-C); the next run() starts a fresh one.
   void stop();
+  // Workers started so far (1 for a run where nothing went wrong).
+  int workers_started() const { return started_; }
 
  private:
-  bool start(std::string* why);
-  // Reads one line from the worker before `deadline_s` from now. Returns false on EOF/timeout.
+  void start();
+  // Reads one line from the worker before `timeout_s` from now.
   enum class ReadResult { Line, Eof, Timeout, Interrupted };
   ReadResult read_line(double timeout_s, std::string* line);
-  std::string describe_exit(int wait_status) const;
   std::string log_tail_since(long offset) const;
-  void reap(int* wait_status);
+  // Closes the pipes, gives the worker `grace_s` to exit, then SIGKILLs it and waits at most
+  // kill_wait_s. Returns false (and abandons the pid) when it could not be reaped in time.
+  bool finish(double grace_s, int* wait_status);
 
   nlohmann::json config_;
   std::string log_path_;
+  RunnerOptions options_;
   pid_t pid_ = -1;
   int to_worker_ = -1, from_worker_ = -1, log_fd_ = -1;
   std::string buffer_;
+  int started_ = 0;
+  std::vector<pid_t> abandoned_;  // killed but not reaped yet; retried without blocking
 };
+
+// "SIGSEGV (Segmentation fault)", "exit code 2": how a worker ended, for messages.
+std::string describe_wait_status(int wait_status);
+
+// Waits up to `seconds` for `pid` to exit; true once reaped (status in *wait_status).
+bool wait_for_exit(pid_t pid, double seconds, int* wait_status);
 
 // Set by the host's SIGINT/SIGTERM handler; the runner stops waiting and the run ends early.
 extern volatile sig_atomic_t g_interrupted;

@@ -1,5 +1,7 @@
 #include "core/workflow.hpp"
 
+#include "core/user_regex.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -72,7 +74,7 @@ std::vector<Expectation> parse_expectations(const std::string& text, const std::
     e.line = n;
     e.pattern_text = words[0];
     try {
-      e.pattern = std::regex(words[0], std::regex::ECMAScript);
+      e.pattern = user_regex(words[0]);
     } catch (const std::regex_error& err) {
       throw fail(fmt::format("'{}' is not a valid regular expression", words[0]));
     }

@@ -1,5 +1,6 @@
 #include "reports/report.hpp"
 
+#include "core/untrusted_json.hpp"
 #include "core/version.hpp"
 
 #include <fmt/format.h>
@@ -55,9 +56,20 @@ RunReport read_json_report(const std::string& path) {
   }
   if (!j.is_object() || !j.contains("schema_version") || !j.contains("cases"))
     throw ReportError(fmt::format("{} is not an mpscheck report (no schema_version or cases)", path));
-  if (j.at("schema_version").get<int>() > kReportSchemaVersion)
+  if (!j.at("schema_version").is_number_integer())
+    throw ReportError(fmt::format("{}: schema_version is not a number; is it an mpscheck report?", path));
+  if (j.at("schema_version").get<long long>() > kReportSchemaVersion)
     throw ReportError(fmt::format("{} has report schema {}, newer than this mpscheck reads ({}); upgrade mpscheck",
-                                  path, j.at("schema_version").get<int>(), kReportSchemaVersion));
+                                  path, j.at("schema_version").dump(), kReportSchemaVersion));
+  for (const char* key : {"environment", "run"})
+    if (j.contains(key) && !j.at(key).is_object())
+      throw ReportError(fmt::format("{}: '{}' is not an object; is it an mpscheck report?", path, key));
+  // Read as strings by merge, compare and --expect.
+  for (const auto& [object, key] : {std::pair{"run", "target"}, {"environment", "torch_version"}, {"environment", "os"}})
+    if (j.contains(object) && j.at(object).contains(key) && !j.at(object).at(key).is_string())
+      throw ReportError(fmt::format("{}: {}.{} is not a string; is it an mpscheck report?", path, object, key));
+  if (const std::string bad = bad_integer_field(j); !bad.empty())
+    throw ReportError(fmt::format("{}: a case entry is malformed ('{}' is not an integer in range)", path, bad));
   RunReport r;
   try {
     r.environment = j.value("environment", nlohmann::json::object());

@@ -7,24 +7,11 @@
 #include <torch/script.h>
 
 #include <filesystem>
-#include <regex>
 
 namespace mpscheck {
 
 namespace {
 
-
-c10::ScalarType dtype_named(const std::string& name, const std::string& spec) {
-  static const std::pair<const char*, c10::ScalarType> kNames[] = {
-      {"float32", c10::kFloat}, {"float", c10::kFloat},     {"float16", c10::kHalf}, {"half", c10::kHalf},
-      {"bfloat16", c10::kBFloat16}, {"float64", c10::kDouble}, {"int64", c10::kLong}, {"long", c10::kLong},
-      {"int32", c10::kInt},     {"int", c10::kInt},         {"int16", c10::kShort},  {"int8", c10::kChar},
-      {"uint8", c10::kByte},    {"bool", c10::kBool}};
-  for (const auto& [n, t] : kNames)
-    if (name == n) return t;
-  throw BadModelInput(fmt::format("--input {}: unknown dtype '{}'; use float32, float16, bfloat16, float64, int64, "
-                                  "int32, int16, int8, uint8 or bool", spec, name));
-}
 
 // Flattens any output (tensor, tuple, list, dict of tensors, nested) into named tensors.
 void flatten(const c10::IValue& v, const std::string& name, Outputs& out) {
@@ -129,32 +116,6 @@ class TorchScriptWorkload final : public Workload {
 };
 
 }  // namespace
-
-InputSpec parse_input_spec(const std::string& text) {
-  static const std::regex kSpec(R"(^\s*([A-Za-z0-9]+)\[([0-9,\s]*)\](?::(-?[0-9]+)\.\.(-?[0-9]+))?\s*$)");
-  std::smatch m;
-  if (!std::regex_match(text, m, kSpec))
-    throw BadModelInput(fmt::format("--input '{}' is not DTYPE[d0,d1,...] with an optional :LO..HI, e.g. "
-                                    "float32[1,3,224,224] or int64[1,128]:0..30522", text));
-  InputSpec s;
-  s.text = text;
-  s.dtype = dtype_named(m[1], text);
-  std::string dims = m[2];
-  std::stringstream ss(dims);
-  for (std::string d; std::getline(ss, d, ',');) {
-    d.erase(std::remove_if(d.begin(), d.end(), ::isspace), d.end());
-    if (d.empty()) throw BadModelInput(fmt::format("--input '{}': empty dimension", text));
-    s.shape.push_back(std::stoll(d));
-  }
-  if (m[3].matched) {
-    if (c10::isFloatingType(s.dtype) || s.dtype == c10::kBool)
-      throw BadModelInput(fmt::format("--input '{}': a :LO..HI range is for integer inputs", text));
-    s.lo = std::stoll(m[3]);
-    s.hi = std::stoll(m[4]);
-    if (s.hi <= s.lo) throw BadModelInput(fmt::format("--input '{}': the range must have LO < HI (HI excluded)", text));
-  }
-  return s;
-}
 
 TorchScriptOptions torchscript_options(const std::string& path, const std::vector<std::string>& specs) {
   TorchScriptOptions o{path, {}};

@@ -3,6 +3,8 @@
 // from the command line, not from a catalog.
 #pragma once
 
+#include "plugins/torchscript/input_spec.hpp"
+
 #include <mpscheck/workload.hpp>
 
 #include <memory>
@@ -11,22 +13,6 @@
 #include <vector>
 
 namespace mpscheck {
-
-// One `--input` spec: DTYPE[d0,d1,...] with an optional integer range :LO..HI (HI excluded), e.g.
-// float32[1,3,224,224], int64[1,128]:0..30522, bool[1,128].
-struct InputSpec {
-  c10::ScalarType dtype = c10::kFloat;
-  std::vector<int64_t> shape;
-  int64_t lo = 0, hi = 10;
-  std::string text;
-};
-
-struct BadModelInput : std::invalid_argument {
-  using std::invalid_argument::invalid_argument;
-};
-
-// Throws BadModelInput naming the spec and what is wrong with it.
-InputSpec parse_input_spec(const std::string& text);
 
 struct TorchScriptOptions {
   std::string path;

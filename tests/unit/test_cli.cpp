@@ -96,3 +96,42 @@ TEST(Cli, HelpCarriesItsText) {
   EXPECT_EQ(c.command, Command::Help);
   EXPECT_NE(text.find("--target"), std::string::npos);
 }
+
+namespace {
+// Sets GTEST_SHARD_* for one test, as a sharded test runner would around an mpscheck it starts.
+struct GtestShardEnv {
+  GtestShardEnv(const char* index, const char* total) {
+    setenv("GTEST_SHARD_INDEX", index, 1);
+    setenv("GTEST_TOTAL_SHARDS", total, 1);
+  }
+  ~GtestShardEnv() {
+    unsetenv("GTEST_SHARD_INDEX");
+    unsetenv("GTEST_TOTAL_SHARDS");
+  }
+};
+}  // namespace
+
+TEST(Cli, GtestShardVariablesAreIgnoredUnlessShardAuto) {
+  GtestShardEnv env("1", "3");
+  const auto plain = parse({"--ops"});
+  EXPECT_TRUE(plain.shard.empty());
+  EXPECT_NE(plain.shard_note.find("ignored"), std::string::npos) << plain.shard_note;
+  const auto automatic = parse({"--ops", "--shard", "auto"});
+  EXPECT_EQ(automatic.shard, "2/3");
+  const auto explicit_shard = parse({"--ops", "--shard", "1/2"});
+  EXPECT_EQ(explicit_shard.shard, "1/2");
+}
+
+TEST(Cli, ShardAutoWithoutVariablesRunsEverythingAndSaysSo) {
+  unsetenv("GTEST_SHARD_INDEX");
+  unsetenv("GTEST_TOTAL_SHARDS");
+  const auto c = parse({"--ops", "--shard", "auto"});
+  EXPECT_TRUE(c.shard.empty());
+  EXPECT_NE(c.shard_note.find("every case"), std::string::npos) << c.shard_note;
+}
+
+TEST(Cli, ShardAutoWithGarbageVariablesIsBadUsage) {
+  GtestShardEnv env("x", "99999999999999999999");
+  EXPECT_THROW(parse({"--ops", "--shard", "auto"}), UsageError);
+  EXPECT_NO_THROW(parse({"--ops"}));  // not asked for: not read
+}

@@ -5,6 +5,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include <fcntl.h>
+
 using namespace mpscheck;
 namespace fs = std::filesystem;
 
@@ -70,4 +72,45 @@ TEST(ResultJson, NonFiniteErrorsSurviveARoundTrip) {
   const CaseResult back = nlohmann::json(r).get<CaseResult>();
   EXPECT_TRUE(std::isinf(back.outputs.at(0).max_abs));
   EXPECT_EQ(back.status, Status::Nan);
+}
+
+TEST(Journal, DamagedLinesAreCountedNotFatal) {
+  const std::string text =
+      "{\"mpscheck_journal\":1,\"target\":\"cpu\"}\n"
+      "{\"id\":\"a\",\"status\":\"pass\"}\n"
+      "{\"id\":\"b\",\"status\":\"no-such-status\"}\n"  // unknown status
+      "[1,2,3]\n"                                        // not an object
+      "{\"id\":\"c\",\"status\":\"crash\"}\n"
+      "{\"id\":\"d\",\"sta";                              // torn by a kill
+  const auto c = parse_journal(text, "j.jsonl");
+  ASSERT_EQ(c.results.size(), 2u);
+  EXPECT_EQ(c.results[1].id, "c");
+  EXPECT_EQ(c.damaged_lines, 3);
+}
+
+TEST(Journal, AFailedWriteThrowsNamingTheFileAndKeepsEveryEarlierLineWhole) {
+  // /dev/full: every write fails with ENOSPC, like a full disk.
+  EXPECT_THROW(Journal("/dev/full", {{"mpscheck_journal", 1}}, true), JournalError);
+  try {
+    Journal j("/dev/full", {{"mpscheck_journal", 1}}, true);
+  } catch (const JournalError& e) {
+    EXPECT_NE(std::string(e.what()).find("/dev/full"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("No space left"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Journal, ItsDescriptorIsCloseOnExec) {
+  const std::string path = (fs::temp_directory_path() / "mpscheck-journal-cloexec.jsonl").string();
+  Journal j(path, {{"mpscheck_journal", 1}}, false);
+  // Every descriptor that points at the journal must be close-on-exec, or workers inherit it.
+  int found = 0;
+  for (const auto& e : fs::directory_iterator("/proc/self/fd")) {
+    std::error_code ec;
+    if (fs::read_symlink(e.path(), ec) != fs::path(path)) continue;
+    ++found;
+    const int fd = std::stoi(e.path().filename().string());
+    EXPECT_TRUE(fcntl(fd, F_GETFD) & FD_CLOEXEC) << "fd " << fd;
+  }
+  EXPECT_EQ(found, 1);
+  fs::remove(path);
 }

@@ -8,6 +8,8 @@
 #include <fstream>
 #include <set>
 
+#include <unistd.h>
+
 using namespace mpscheck;
 namespace fs = std::filesystem;
 
@@ -137,4 +139,65 @@ TEST(Registry, SelectsByKindFilterAndLargeTag) {
   s.ops = false;
   s.models = true;
   EXPECT_TRUE(registry.select(s).empty());
+}
+
+namespace {
+// A copy of the faults plugin in a folder of its own, to change its mode and owner.
+std::string private_copy(const std::string& name) {
+  const fs::path dir = fs::temp_directory_path() / ("mpscheck-trust-" + name);
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  fs::permissions(dir, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                           fs::perms::others_read | fs::perms::others_exec);
+  fs::copy_file(kTestPlugins + "/mpscheck_faults.so", dir / "mpscheck_faults.so");
+  fs::permissions(dir / "mpscheck_faults.so", fs::perms::owner_all | fs::perms::group_read | fs::perms::others_read);
+  return dir.string();
+}
+
+std::string trust_error(const std::string& dir) {
+  PluginHost host;
+  try {
+    host.load_directory(dir);
+  } catch (const UntrustedPlugin& e) {
+    return e.what();
+  }
+  return {};
+}
+}  // namespace
+
+TEST(PluginTrust, OwnFilesInAPrivateFolderLoad) {
+  const std::string dir = private_copy("own");
+  EXPECT_EQ(trust_error(dir), "");
+  fs::remove_all(dir);
+}
+
+TEST(PluginTrust, AWorldWritablePluginIsRefusedNamingTheFileAndTheFix) {
+  const std::string dir = private_copy("world-file");
+  fs::permissions(dir + "/mpscheck_faults.so", fs::perms::others_write, fs::perm_options::add);
+  const std::string e = trust_error(dir);
+  EXPECT_NE(e.find(dir + "/mpscheck_faults.so"), std::string::npos) << e;
+  EXPECT_NE(e.find("world-writable"), std::string::npos) << e;
+  EXPECT_NE(e.find("chmod o-w"), std::string::npos) << e;
+  fs::remove_all(dir);
+}
+
+TEST(PluginTrust, AWorldWritableFolderIsRefused) {
+  const std::string dir = private_copy("world-dir");
+  fs::permissions(dir, fs::perms::others_write, fs::perm_options::add);
+  const std::string e = trust_error(dir);
+  EXPECT_NE(e.find("plugin folder " + dir), std::string::npos) << e;
+  fs::remove_all(dir);
+}
+
+TEST(PluginTrust, AFileOwnedBySomeoneElseIsRefused) {
+  const std::string dir = private_copy("foreign");
+  // Giving a file away needs root, as CI runs.
+  ASSERT_EQ(chown((dir + "/mpscheck_faults.so").c_str(), 65534, 65534), 0) << "run as root";  // nobody
+  const std::string e = trust_error(dir);
+  EXPECT_NE(e.find("belongs to"), std::string::npos) << e;
+  EXPECT_NE(e.find("chown"), std::string::npos) << e;
+  // Root's own files are trusted: the same file given back to root loads.
+  ASSERT_EQ(chown((dir + "/mpscheck_faults.so").c_str(), 0, 0), 0);
+  EXPECT_EQ(trust_error(dir), "");
+  fs::remove_all(dir);
 }
