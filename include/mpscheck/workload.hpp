@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace mpscheck {
@@ -39,6 +40,9 @@ struct Setup {
 
 // One named result to compare: "out", "out1", "grad/x0", "loss/step3", "param/fc1.weight".
 struct Output {
+  Output() = default;
+  Output(std::string name, at::Tensor value) : name(std::move(name)), value(std::move(value)) {}
+
   std::string name;
   at::Tensor value;
   // An index output whose value is ambiguous under ties (argmax, sort's indices, topk): the
