@@ -2,6 +2,8 @@
 #include "core/plugin_host.hpp"
 #include "core/registry.hpp"
 
+#include <mpscheck/plugin.hpp>
+
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -72,7 +74,7 @@ TEST(PluginHost, ForeignSharedLibraryIsRefusedByName) {
 TEST(PluginHost, WrongApiVersionIsRefusedNamingBothVersions) {
   const std::string err = load_error(kFixtures + "/fixture_wrong_api/fixture_wrong_api.so");
   EXPECT_NE(err.find("API version 999"), std::string::npos) << err;
-  EXPECT_NE(err.find("speaks version " + std::to_string(kPluginApiVersion)), std::string::npos) << err;
+  EXPECT_NE(err.find("speaks version " + std::to_string(mpscheck::kPluginApiVersion)), std::string::npos) << err;
 }
 
 TEST(PluginHost, ThrowingFactoryIsReportedWithItsMessage) {
