@@ -5,6 +5,7 @@
 #include "core/environment.hpp"
 #include "core/journal.hpp"
 #include "core/plugin_host.hpp"
+#include "core/probe.hpp"
 #include "core/registry.hpp"
 #include "core/version.hpp"
 #include "core/worker.hpp"
@@ -40,7 +41,8 @@ std::string join(const std::vector<std::string>& v, const char* sep) { return fm
 
 int print_env(const Config& cfg) {
   if (cfg.threads > 0) at::set_num_threads(cfg.threads);
-  const auto env = collect_environment({cfg.target.str(), cfg.seed});
+  auto env = collect_environment({cfg.target.str(), cfg.seed});
+  env["accelerators"] = probed_accelerator_status(cfg);
   for (const auto& [key, value] : env.items()) {
     if (key == "warnings") continue;
     std::string text = value.is_string() ? value.get<std::string>() : value.dump();
@@ -320,6 +322,10 @@ int run_mpscheck(int argc, char** argv) {
                                      {"inputs", cfg.model_inputs},
                                      {"train", cfg.train}};
   Runner runner(worker_config, cfg.report_dir + "/worker.log");
+  if (const auto unusable = probe_target(runner, target.spec, cfg.timeout_for_op())) {
+    std::cerr << "mpscheck: " << unusable->line << '\n';
+    return kExitNoTarget;
+  }
   ConsoleReporter console(std::cout, isatty(STDOUT_FILENO), use_color(STDOUT_FILENO));
 
   const auto run_start = std::chrono::steady_clock::now();

@@ -2,6 +2,7 @@
 
 #include "core/execute.hpp"
 #include "core/plugin_host.hpp"
+#include "core/probe.hpp"
 #include "core/registry.hpp"
 #include "core/target.hpp"
 #include "plugins/torchscript/torchscript_workload.hpp"
@@ -107,7 +108,9 @@ int worker_main() {
     const auto request = nlohmann::json::parse(line);
     const std::string id = request.at("id").get<std::string>();
     CaseResult result;
-    if (const RegisteredWorkload* w = registry.find(id)) {
+    if (id == kProbeCaseId) {
+      result = run_probe(options.target);
+    } else if (const RegisteredWorkload* w = registry.find(id)) {
       result = execute_case(*w, options);
     } else {
       result.id = id;
