@@ -1,5 +1,6 @@
 #include "checks/compare.hpp"
 
+#include <ATen/core/grad_mode.h>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 

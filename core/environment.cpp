@@ -10,6 +10,9 @@
 #include <torch/version.h>
 
 #include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <limits>
 #include <cstring>
 #include <cstdlib>
 #include <fstream>
@@ -106,6 +109,19 @@ std::vector<std::string> loaded_blas_libraries() {
   return {libs.begin(), libs.end()};
 }
 
+double measured_matmul_gflops() {
+  constexpr std::int64_t n = 384;
+  const at::Tensor a = at::rand({n, n}), b = at::rand({n, n});
+  double best = std::numeric_limits<double>::infinity();
+  (void)at::mm(a, b);  // warm-up: thread pool and BLAS initialisation
+  for (int i = 0; i < 5; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    (void)at::mm(a, b);
+    best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+  return 2.0 * n * n * n / best / 1e9;
+}
+
 nlohmann::json collect_environment(const EnvironmentInput& in) {
   nlohmann::json env;
   env["mpscheck_version"] = kVersion;
@@ -117,6 +133,7 @@ nlohmann::json collect_environment(const EnvironmentInput& in) {
   env["cores"] = std::thread::hardware_concurrency();
   env["threads"] = at::get_num_threads();
   env["blas"] = loaded_blas_libraries();
+  env["matmul_gflops"] = std::round(measured_matmul_gflops() * 10) / 10;
   env["target"] = in.target;
   env["available_devices"] = available_devices();
   env["accelerators"] = accelerator_status();
@@ -147,7 +164,13 @@ std::vector<std::string> environment_warnings(const nlohmann::json& env) {
     else if (path.find("libblas") != std::string::npos)
       reference_blas = true;
   }
-  if (reference_blas && !fast_blas)
+  const double gflops = env.value("matmul_gflops", -1.0);
+  if (gflops >= 0 && gflops < kSlowBlasGflops)
+    w.push_back(fmt::format("the CPU baseline multiplies float32 matrices at {:.1f} GFLOP/s (an optimised BLAS gives "
+                            "tens per core): this LibTorch's BLAS is not an optimised one, so every speed-up is "
+                            "inflated; use a LibTorch with MKL, OpenBLAS or Accelerate (pip install torch==2.13.0)",
+                            gflops));
+  else if (reference_blas && !fast_blas)
     w.push_back("the CPU baseline uses the reference BLAS (" + blas.front() +
                 "): matmul and convolution run ~60x slower than with an optimised BLAS, so every speed-up is inflated; "
                 "install an optimised one (Debian: apt-get install libopenblas0-pthread)");

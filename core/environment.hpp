@@ -20,7 +20,16 @@ nlohmann::json collect_environment(const EnvironmentInput& in);
 // Reads the environment block, so tests can hand it simulated values.
 std::vector<std::string> environment_warnings(const nlohmann::json& env);
 
-// Loaded shared libraries whose names say BLAS (from the process's own map on Linux).
+// Loaded shared libraries whose names say BLAS (from the process's own map on Linux). Empty for a
+// LibTorch that links its BLAS statically (the pip wheel's MKL): measured_matmul_gflops() is the
+// check that holds whatever the linking.
 std::vector<std::string> loaded_blas_libraries();
+
+// Float32 matmul throughput of the CPU baseline at the current thread count, best of a few runs of
+// a 384x384x384 product. An optimised BLAS gives tens of GFLOP/s per core; the reference BLAS a
+// few at best, which is the 60x that would inflate every reported speed-up.
+double measured_matmul_gflops();
+// Below this, the environment block warns that the CPU baseline's BLAS is not an optimised one.
+inline constexpr double kSlowBlasGflops = 5.0;
 
 }  // namespace mpscheck

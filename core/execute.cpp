@@ -287,8 +287,8 @@ CaseResult execute_case_inner(const RegisteredWorkload& rw, const ExecuteOptions
   // Time only cases whose results are right: the speed of a wrong answer means nothing.
   if (r.status == Status::Pass && options.min_time_s > 0) {
     try {
-      TimedSide ref_side{ref.get(), c10::Device(c10::kCPU)};
-      TimedSide tgt_side{tgt.get(), device};
+      TimedSide ref_side{ref.get(), c10::Device(c10::kCPU), {}};
+      TimedSide tgt_side{tgt.get(), device, {}};
       measure(ref_side, tgt_side, options.min_time_s);
       r.reference_time = summarize_times(ref_side.samples);
       r.target_time = summarize_times(tgt_side.samples);

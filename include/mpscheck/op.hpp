@@ -16,6 +16,7 @@
 #include <mpscheck/plugin.hpp>
 
 #include <ATen/CPUGeneratorImpl.h>
+#include <ATen/core/grad_mode.h>
 
 #include <functional>
 #include <sstream>

@@ -1,11 +1,13 @@
-// The Python reproducer of an op case rebuilds exactly the inputs mpscheck used: run under
-// Debian's python3-torch, its CPU float32 results equal mpscheck's own reference outputs.
+// The Python reproducer of an op case rebuilds exactly the inputs mpscheck used: run under the
+// python3 whose torch is the LibTorch mpscheck was built against (scripts/install-deps.sh installs
+// both from one wheel), its CPU float32 results equal mpscheck's own reference outputs.
 #include "harness.hpp"
 
 #include "core/plugin_host.hpp"
 #include "core/registry.hpp"
 
 #include <gtest/gtest.h>
+#include <torch/version.h>
 
 #include <filesystem>
 #include <map>
@@ -17,11 +19,13 @@ using namespace mpscheck::testing;
 
 namespace {
 
-std::string python_with_torch() {
-  for (const char* py : {"/usr/bin/python3", "python3"}) {
-    const auto r = run_shell(std::string(py) + " -c 'import torch'", fresh_dir("python-probe"));
-    if (r.exit_code == 0) return py;
-  }
+// The python3 on PATH, when its torch is the version mpscheck was built against; else why not.
+std::string python_with_matching_torch(std::string& why) {
+  const auto r = run_shell("python3 -c 'import torch; print(torch.__version__.split(\"+\")[0])'", fresh_dir("python-probe"));
+  const std::string version = r.out.substr(0, r.out.find_first_of("\r\n"));
+  if (r.exit_code == 0 && version == TORCH_VERSION) return "python3";
+  why = r.exit_code != 0 ? "python3 cannot import torch (" + r.err.substr(0, 200) + ")"
+                         : "python3's torch is " + version + ", mpscheck was built against " + TORCH_VERSION;
   return {};
 }
 
@@ -47,8 +51,9 @@ std::vector<const Workload*> sample(const Registry& registry) {
 }  // namespace
 
 TEST(Reproducer, PythonRebuildsTheSameInputsForEveryFamily) {
-  const std::string python = python_with_torch();
-  if (python.empty()) GTEST_SKIP() << "python3 with torch is not installed (Debian: apt-get install python3-torch)";
+  std::string why;
+  const std::string python = python_with_matching_torch(why);
+  ASSERT_FALSE(python.empty()) << why << ": run scripts/install-deps.sh (pip install torch==" << TORCH_VERSION << ")";
   PluginHost host;
   host.load_directory(std::string(MPSCHECK_BUILD_DIR) + "/plugins");
   const Registry registry(host.workloads());

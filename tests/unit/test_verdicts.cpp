@@ -103,32 +103,6 @@ TEST(Recommendation, ClassIsBlockedByAnyFinding) {
   EXPECT_EQ(s.at("model/vae").recommendation(), "accelerate");
 }
 
-TEST(EnvironmentWarnings, ReferenceBlasIsFlagged) {
-  nlohmann::json env{{"blas", {"/usr/lib/x86_64-linux-gnu/blas/libblas.so.3.11.0"}}, {"threads", 2}, {"cores", 2}};
-  const auto w = environment_warnings(env);
-  ASSERT_EQ(w.size(), 1u);
-  EXPECT_NE(w[0].find("reference BLAS"), std::string::npos);
-  env["blas"] = {"/usr/lib/x86_64-linux-gnu/openblas-pthread/libblas.so.3"};
-  EXPECT_TRUE(environment_warnings(env).empty());
-}
-
-TEST(EnvironmentWarnings, MpsFallbackAndThreadsAreFlagged) {
-  nlohmann::json env{{"blas", nlohmann::json::array()}, {"threads", 1}, {"cores", 8},
-                     {"variables", {{"PYTORCH_ENABLE_MPS_FALLBACK", "1"}}}};
-  const auto w = environment_warnings(env);
-  ASSERT_EQ(w.size(), 2u);
-  EXPECT_NE(w[0].find("PYTORCH_ENABLE_MPS_FALLBACK"), std::string::npos);
-  EXPECT_NE(w[1].find("--threads 8"), std::string::npos);
-}
-
-TEST(EnvironmentWarnings, ThisMachineLoadsAnOptimisedBlas) {
-  const auto libs = loaded_blas_libraries();
-  ASSERT_FALSE(libs.empty());
-  bool openblas = false;
-  for (const auto& l : libs) openblas |= l.find("openblas") != std::string::npos;
-  EXPECT_TRUE(openblas) << "install libopenblas0-pthread: " << libs.front();
-}
-
 TEST(Attribution, RoundedInputBaselineForgivesPropagatedRounding) {
   const at::Tensor g = gold_values();
   const at::Tensor ref = g.to(at::kFloat).to(at::kDouble);

@@ -22,8 +22,7 @@ const std::string kPyWScale = python_number(kWScale);
 
 const double kInf = std::numeric_limits<double>::infinity();
 
-// bfloat16 runs on CPU for all of these (float16 matmul does not, in LibTorch 1.13).
-const std::vector<c10::ScalarType> kDtypes = {c10::kFloat, c10::kBFloat16};
+const std::vector<c10::ScalarType> kDtypes = {c10::kFloat, c10::kHalf, c10::kBFloat16};
 
 const std::string kScale = python_number(std::sqrt(static_cast<double>(kD)));
 

@@ -60,13 +60,12 @@ MPSCHECK_CATALOG(conversion_cases) {
              [](const Tensors& a) { return Tensors{(a[0] * 2097152).to(at::kLong)}; },
              "(x * 2097152).to(torch.int64)"),
          {c10::kFloat}, strided);
-  // Rounding before the cast (round half to even), then truncation is a no-op. No float16: CPU
-  // round has no float16 kernel in LibTorch 1.13.
+  // Rounding before the cast (round half to even), then truncation is a no-op.
   add_op(catalog,
          def("round_to_int32", {grid("x", {32, 48}, -256, 256)},
              [](const Tensors& a) { return Tensors{at::round(a[0] / 4).to(at::kInt)}; },
              "torch.round(x / 4).to(torch.int32)"),
-         {c10::kFloat, c10::kBFloat16}, strided);
+         {c10::kFloat, c10::kHalf, c10::kBFloat16}, strided);
 
   // ----- integer and bool -> float -----
   add_op(catalog,

@@ -206,8 +206,7 @@ MPSCHECK_CATALOG(indexing_cases) {
                    },
                    "torch.nn.functional.embedding_bag(index, weight, torch.arange(0, index.numel(), 5, "
                    "device=index.device), mode='" + m + "')"};
-      // CPU embedding_bag has no bfloat16 kernel in LibTorch 1.13.
-      add_gather(catalog, b, {c10::kFloat}, {contiguous, Variant::transposed("weight")}, {c10::kHalf});
+      add_gather(catalog, b, {c10::kFloat}, {contiguous, Variant::transposed("weight")});
     }
   }
 
@@ -326,8 +325,7 @@ MPSCHECK_CATALOG(indexing_cases) {
          def("nonzero", {Arg::randn("x", {32, 48})},
              [](const Tensors& a) { return Tensors{at::nonzero(at::relu(a[0]))}; },
              "torch.nonzero(torch.relu(x))", false),
-         // CPU nonzero has no float16 kernel in LibTorch 1.13.
-         {c10::kFloat, c10::kBFloat16, c10::kLong, c10::kInt}, {contiguous, Variant::transposed("x"), Variant::sliced("x")});
+         {c10::kFloat, c10::kHalf, c10::kBFloat16, c10::kLong, c10::kInt}, {contiguous, Variant::transposed("x"), Variant::sliced("x")});
   add_op(catalog,
          def("nonzero", {Arg::mask("x", {32, 48})}, [](const Tensors& a) { return Tensors{at::nonzero(a[0])}; },
              "torch.nonzero(x)", false),

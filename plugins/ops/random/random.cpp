@@ -13,8 +13,6 @@ using namespace mpscheck::op;
 namespace {
 
 const std::vector<c10::ScalarType> kFloats = {c10::kFloat, c10::kHalf, c10::kBFloat16};
-// CPU bernoulli (so dropout) and multinomial have no float16 kernel in LibTorch 1.13.
-const std::vector<c10::ScalarType> kNoHalf = {c10::kFloat, c10::kBFloat16};
 constexpr int64_t kN = int64_t{1} << 18;  // default sample size: about 30 ms per case on one core
 constexpr int64_t kLarge = (int64_t{1} << 25) + 4096;
 
@@ -167,7 +165,7 @@ MPSCHECK_CATALOG(random_cases) {
              },
              "(lambda b, p: (lambda d: torch.stack([b.mean(), (b * p).mean(), (b * (1 - p)).mean(), "
              "(d[:-1] * d[1:]).mean()]))(b - p))(torch.bernoulli(p / 20).reshape(-1).float(), (p / 20).reshape(-1).float())"),
-         kNoHalf, {contiguous, Variant::transposed("p"), Variant::sliced("p")});
+         kFloats, {contiguous, Variant::transposed("p"), Variant::sliced("p")});
   add_op(catalog,
          def("bernoulli_scalar", {Arg::randn("x", {512, 512}).no_grad()},
              [](const Tensors& a) {
@@ -176,7 +174,7 @@ MPSCHECK_CATALOG(random_cases) {
              },
              "(lambda b: torch.stack([b.mean(), ((b[:-1] - 0.3) * (b[1:] - 0.3)).mean()]))"
              "(torch.bernoulli(x, 0.3).reshape(-1).float())"),
-         kNoHalf, strided);
+         kFloats, strided);
   // Dropout p = 0.3 in training mode on x in {1.0, 1.1, ..., 1.9}: zero fraction 0.3 (SE 0.46/sqrt(n)), mean kept
   // unbiased E[y] = E[x] (SE ~0.8/sqrt(n)), max = max(x)/0.7, and kept elements scaled by exactly
   // 1/0.7 (largest |0.7 y - x| over kept elements ~ rounding only).
@@ -190,7 +188,7 @@ MPSCHECK_CATALOG(random_cases) {
              "(lambda y, x: (lambda kept: torch.stack([1 - kept.mean(), y.mean(), y.max(), "
              "((y * 0.7 - x).abs() * kept).max()]))((y != 0).float()))"
              "(torch.nn.functional.dropout(x / 10, 0.3, True).reshape(-1).float(), (x / 10).reshape(-1).float())"),
-         kNoHalf, strided);
+         kFloats, strided);
 
   // Multinomial with replacement, 2^16 draws from each of 4 rows of 10 unnormalised integer weights 1..9:
   // category frequencies (SE <= 0.5/2^8 = 0.002). Margin > 17 sigma.
@@ -204,7 +202,7 @@ MPSCHECK_CATALOG(random_cases) {
              },
              "(lambda d: torch.bincount((d + torch.arange(4, device=d.device).unsqueeze(1) * 10).reshape(-1), "
              "minlength=40).float().reshape(4, 10) / 65536)(torch.multinomial(w, 65536, True))"),
-         kNoHalf, {contiguous, Variant::transposed("w")});
+         kFloats, {contiguous, Variant::transposed("w")});
   // Without replacement, 3 of 10 categories in each of 2^15 rows sharing one weight vector: how often
   // each category comes first (SE <= 0.5/2^7.5 = 0.0028), how often it is drawn at all (same), and
   // the fraction of rows with a repeated category (must be 0). Margin > 12 sigma.
@@ -223,7 +221,7 @@ MPSCHECK_CATALOG(random_cases) {
              "torch.bincount(d.reshape(-1), minlength=10).float() / 32768, "
              "(torch.sort(d, -1).values[:, 1:] == torch.sort(d, -1).values[:, :-1]).any(1).float().mean().reshape(1)]))"
              "(torch.multinomial(w.expand(32768, 10).contiguous(), 3, False))"),
-         kNoHalf, {contiguous, Variant::sliced("w")});
+         kFloats, {contiguous, Variant::sliced("w")});
 
   // randperm of n = 2^18: it is a permutation (every value counted once, fraction 1), E|p_i - i|/n = 1/3
   // (SE ~0.24/sqrt(n)), covariance of p_i/n and i/n (~0.08/sqrt(n)), mean of the first half

@@ -10,8 +10,7 @@ namespace {
 
 constexpr int64_t kBatch = 3, kIn = 8, kHidden = 12, kSeq = 5;
 
-// bfloat16 runs on CPU for every cell and layer (float16 addmm does not, in LibTorch 1.13).
-const std::vector<c10::ScalarType> kDtypes = {c10::kFloat, c10::kBFloat16};
+const std::vector<c10::ScalarType> kDtypes = {c10::kFloat, c10::kHalf, c10::kBFloat16};
 
 // Weights are drawn randn and scaled by 1/sqrt(hidden) inside the op (nn.LSTM's init scale), so
 // gates do not saturate. Not Arg::uniform: the SDK's Python draw for it does not parse (see report).

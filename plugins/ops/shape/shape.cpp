@@ -187,12 +187,12 @@ MPSCHECK_CATALOG(shape_cases) {
            def("diag", {Arg::randn("x", {20, 24})},
                [](const Tensors& a) { return Tensors{at::diag(a[0], 1)}; }, "torch.diag(x, 1)"),
            {contiguous, transposed, sliced}, false, true,
-           {c10::kFloat, c10::kBFloat16});  // CPU diag has no float16 kernel in LibTorch 1.13
+           {c10::kFloat, c10::kHalf, c10::kBFloat16});
   add_move(catalog,
            def("diag_1d", {Arg::randn("x", {17})},
                [](const Tensors& a) { return Tensors{at::diag(a[0], -2)}; }, "torch.diag(x, -2)"),
            {contiguous, sliced}, false, true,
-           {c10::kFloat, c10::kBFloat16});  // CPU diag has no float16 kernel in LibTorch 1.13
+           {c10::kFloat, c10::kHalf, c10::kBFloat16});
   add_move(catalog,
            def("diagonal", {Arg::randn("x", {6, 10, 12})},
                [](const Tensors& a) { return Tensors{at::diagonal(a[0], 1, 0, 2).contiguous()}; },
@@ -256,9 +256,7 @@ MPSCHECK_CATALOG(shape_cases) {
                   "torch.nn.functional.pad(x, [2, 3, 1, 2], '" + m + "')");
     d.tolerance = "indexing";
     add_op(catalog, d, {c10::kFloat}, {contiguous, transposed, Variant::channels_last()});
-    // CPU reflection/replication pads have no float16/bfloat16 kernels in LibTorch 1.13.
-    d.differentiable = false;
-    if (m == "circular") add_op(catalog, d, {c10::kHalf, c10::kBFloat16}, {contiguous, transposed, Variant::channels_last()});
+    add_op(catalog, d, {c10::kHalf, c10::kBFloat16}, {contiguous, transposed, Variant::channels_last()});
     OpDef d1 = def("pad_" + m + "_1d", {Arg::randn("x", {2, 4, 16})},
                    [m](const Tensors& a) { return Tensors{at::pad(a[0], {3, 4}, m, c10::nullopt)}; },
                    "torch.nn.functional.pad(x, [3, 4], '" + m + "')");

@@ -13,8 +13,6 @@ namespace {
 
 const std::vector<c10::ScalarType> kFloats = {c10::kFloat, c10::kHalf, c10::kBFloat16};
 const std::vector<c10::ScalarType> kAll = {c10::kFloat, c10::kHalf, c10::kBFloat16, c10::kLong, c10::kInt};
-// topk, kthvalue, median, unique and cummax/cummin have no float16 CPU kernel in LibTorch 1.13.
-const std::vector<c10::ScalarType> kNoHalf = {c10::kFloat, c10::kBFloat16, c10::kLong, c10::kInt};
 
 OpDef def(std::string op, std::vector<Arg> args, OpFn fn, std::string python, bool differentiable = true) {
   OpDef d;
@@ -90,34 +88,34 @@ MPSCHECK_CATALOG(sort_cases) {
          def("topk_largest", distinct_args({16, 64}),
              [](const Tensors& a) { return pair(at::topk(distinct(a), 10, -1, true, true)); },
              "torch.topk(" + D + ", 10, -1, largest=True)"),
-         kNoHalf, strided);
+         kAll, strided);
   add_op(catalog,
          def("topk_smallest", distinct_args({16, 64}),
              [](const Tensors& a) { return pair(at::topk(distinct(a), 7, -1, false, true)); },
              "torch.topk(" + D + ", 7, -1, largest=False)"),
-         kNoHalf, strided);
+         kAll, strided);
   add_op(catalog,
          def("topk_dim0", distinct_args({48, 12}),
              [](const Tensors& a) { return pair(at::topk(distinct(a, 0), 5, 0, true, true)); },
              "torch.topk(" + distinct_py(0) + ", 5, 0)"),
-         kNoHalf, strided);
+         kAll, strided);
   add_op(catalog,
          def("kthvalue", distinct_args({16, 64}),
              [](const Tensors& a) { return pair(at::kthvalue(distinct(a), 20, -1)); },
              "torch.kthvalue(" + D + ", 20, -1)"),
-         kNoHalf, strided);
+         kAll, strided);
   add_op(catalog,
          def("median", distinct_args({16, 63}), [](const Tensors& a) { return pair(at::median(distinct(a), -1)); },
              "torch.median(" + D + ", -1)"),
-         kNoHalf, strided);
+         kAll, strided);
   add_op(catalog,
          def("median_even", distinct_args({16, 64}), [](const Tensors& a) { return pair(at::median(distinct(a), -1)); },
              "torch.median(" + D + ", -1)"),
-         kNoHalf, strided);
+         kAll, strided);
   add_op(catalog,
          def("median_all", distinct_args({1, 64}), [](const Tensors& a) { return Tensors{at::median(distinct(a))}; },
              "torch.median(" + D + ")"),
-         kNoHalf, {contiguous, Variant::sliced("x")});
+         kAll, {contiguous, Variant::sliced("x")});
   // The most frequent value is clamp(p - 40, 0) = 0 (41 times) plus a per-row offset; which of the
   // equal elements mode's index names is not defined, so only the values are compared.
   add_op(catalog,
@@ -156,7 +154,7 @@ MPSCHECK_CATALOG(sort_cases) {
                return Tensors{std::get<0>(t), std::get<1>(t), std::get<2>(t)};
              },
              "torch.unique(x, sorted=True, return_inverse=True, return_counts=True)", false),
-         kNoHalf, strided);
+         kAll, strided);
   add_op(catalog,
          def("unique_dim", {Arg::exact_integers("x", {40, 3}, 0, 3)},
              [](const Tensors& a) {
@@ -164,7 +162,7 @@ MPSCHECK_CATALOG(sort_cases) {
                return Tensors{std::get<0>(t), std::get<1>(t), std::get<2>(t)};
              },
              "torch.unique(x, sorted=True, return_inverse=True, return_counts=True, dim=0)", false),
-         kNoHalf, {contiguous, Variant::transposed("x")});
+         kAll, {contiguous, Variant::transposed("x")});
   add_op(catalog,
          def("unique_consecutive", {Arg::exact_integers("x", {200}, 0, 3)},
              [](const Tensors& a) {
@@ -172,7 +170,7 @@ MPSCHECK_CATALOG(sort_cases) {
                return Tensors{std::get<0>(t), std::get<1>(t), std::get<2>(t)};
              },
              "torch.unique_consecutive(x, return_inverse=True, return_counts=True)", false),
-         kNoHalf, {contiguous, Variant::sliced("x")});
+         kAll, {contiguous, Variant::sliced("x")});
   add_op(catalog,
          def("unique", {Arg::mask("x", {16, 64})},
              [](const Tensors& a) {

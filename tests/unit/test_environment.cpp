@@ -1,0 +1,66 @@
+// The environment block's warnings: a CPU baseline that would make every speed-up lie is named.
+#include "core/environment.hpp"
+
+#include <gtest/gtest.h>
+#include <torch/version.h>
+
+namespace mpscheck {
+namespace {
+
+bool mentions(const std::vector<std::string>& lines, const std::string& text) {
+  for (const auto& l : lines)
+    if (l.find(text) != std::string::npos) return true;
+  return false;
+}
+
+TEST(EnvironmentWarnings, ReferenceBlasLibraryIsFlagged) {
+  nlohmann::json env{{"blas", {"/usr/lib/x86_64-linux-gnu/blas/libblas.so.3.11.0"}}, {"threads", 2}, {"cores", 2}};
+  const auto w = environment_warnings(env);
+  ASSERT_EQ(w.size(), 1u);
+  EXPECT_NE(w[0].find("reference BLAS"), std::string::npos);
+  env["blas"] = {"/usr/lib/x86_64-linux-gnu/openblas-pthread/libblas.so.3"};
+  EXPECT_TRUE(environment_warnings(env).empty());
+}
+
+// The pip wheel links MKL statically: no BLAS library shows in the process map, so the measured
+// throughput is what catches a slow baseline.
+TEST(EnvironmentWarnings, SlowMatmulIsFlaggedWhateverTheLinking) {
+  nlohmann::json env{{"blas", nlohmann::json::array()}, {"threads", 2}, {"cores", 2}, {"matmul_gflops", 1.2}};
+  const auto w = environment_warnings(env);
+  ASSERT_EQ(w.size(), 1u);
+  EXPECT_NE(w[0].find("1.2 GFLOP/s"), std::string::npos);
+  EXPECT_NE(w[0].find("not an optimised one"), std::string::npos);
+  env["matmul_gflops"] = 40.0;
+  EXPECT_TRUE(environment_warnings(env).empty());
+  // A fast-looking library name does not excuse a measured slow multiply.
+  env["blas"] = {"/usr/lib/x86_64-linux-gnu/openblas-pthread/libblas.so.3"};
+  env["matmul_gflops"] = 0.8;
+  EXPECT_TRUE(mentions(environment_warnings(env), "0.8 GFLOP/s"));
+}
+
+TEST(EnvironmentWarnings, MpsFallbackAndThreadsAreFlagged) {
+  nlohmann::json env{{"blas", nlohmann::json::array()}, {"threads", 1}, {"cores", 8},
+                     {"variables", {{"PYTORCH_ENABLE_MPS_FALLBACK", "1"}}}};
+  const auto w = environment_warnings(env);
+  ASSERT_EQ(w.size(), 2u);
+  EXPECT_NE(w[0].find("PYTORCH_ENABLE_MPS_FALLBACK"), std::string::npos);
+  EXPECT_NE(w[1].find("--threads 8"), std::string::npos);
+}
+
+// This machine's LibTorch must be one whose speed-ups mean something: its matmul is well above the
+// slow-BLAS line (the reference BLAS manages about 1-3 GFLOP/s here).
+TEST(EnvironmentWarnings, ThisMachinesBaselineMultipliesAtOptimisedSpeed) {
+  const double gflops = measured_matmul_gflops();
+  EXPECT_GT(gflops, kSlowBlasGflops) << "this LibTorch multiplies at " << gflops
+                                     << " GFLOP/s: it is not using an optimised BLAS";
+}
+
+TEST(Environment, BlockNamesTheLibTorchItWasBuiltAgainst) {
+  const auto env = collect_environment({"cpu", 7});
+  EXPECT_EQ(env.at("torch_version").get<std::string>(), TORCH_VERSION);
+  EXPECT_EQ(env.at("seed").get<std::uint64_t>(), 7u);
+  EXPECT_TRUE(env.contains("matmul_gflops"));
+}
+
+}  // namespace
+}  // namespace mpscheck
