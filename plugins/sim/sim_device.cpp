@@ -7,7 +7,9 @@
 
 #include <mpscheck/plugin.hpp>
 
+#include <ATen/CPUGeneratorImpl.h>
 #include <ATen/EmptyTensor.h>
+#include <ATen/detail/PrivateUse1HooksInterface.h>
 #include <ATen/native/CPUFallback.h>
 #include <ATen/ops/_local_scalar_dense_native.h>
 #include <ATen/ops/_reshape_alias_native.h>
@@ -311,10 +313,34 @@ void fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   at::native::cpu_fallback(op, stack);
 }
 
+// What LibTorch asks of any PrivateUse1 device outside the dispatcher (autograd, storages, generators).
+struct Hooks final : at::PrivateUse1HooksInterface {
+  bool isBuilt() const override { return true; }
+  bool isAvailable() const override { return true; }
+  bool hasPrimaryContext(c10::DeviceIndex) const override { return true; }
+  c10::DeviceIndex deviceCount() const override { return 1; }
+  c10::DeviceIndex getCurrentDevice() const override { return 0; }
+  at::Device getDeviceFromPtr(void*) const override { return kDevice; }
+  bool isPinnedPtr(const void*) const override { return false; }
+  // Random ops run on the CPU kernels (the fallback), which draw from the CPU generator.
+  const at::Generator& getDefaultGenerator(c10::DeviceIndex) const override {
+    return at::detail::getDefaultCPUGenerator();
+  }
+  void resizePrivateUse1Bytes(const c10::Storage& storage, size_t bytes) const override {
+    c10::StorageImpl* impl = storage.unsafeGetStorageImpl();
+    c10::DataPtr fresh = g_allocator.allocate(bytes);
+    const size_t keep = std::min(bytes, impl->nbytes());
+    if (keep > 0) g_allocator.copy_data(fresh.get(), impl->data(), keep);
+    impl->set_data_ptr_noswap(std::move(fresh));
+    impl->set_nbytes(bytes);
+  }
+};
+
 struct Registration {
   Registration() {
     c10::register_privateuse1_backend("sim");
     c10::SetAllocator(kSim, &g_allocator);
+    at::RegisterPrivateUse1HooksInterface(new Hooks());
   }
 };
 const Registration g_registration;

@@ -48,7 +48,7 @@ class SimDevice : public ::testing::Test {
     load_sim();
     ASSERT_NE(sim_symbol<void (*)(std::size_t*)>("mpscheck_sim_memory_stats"), nullptr);
   }
-  const c10::Device sim{"sim"};
+  const c10::Device sim{c10::DeviceType::PrivateUse1, 0};
 };
 
 }  // namespace
