@@ -41,8 +41,9 @@ std::string join(const std::vector<std::string>& v, const char* sep) { return fm
 
 int print_env(const Config& cfg) {
   if (cfg.threads > 0) at::set_num_threads(cfg.threads);
+  const std::string accelerators = probed_accelerator_status(cfg);  // loads plugins: they may add a device
   auto env = collect_environment({cfg.target.str(), cfg.seed});
-  env["accelerators"] = probed_accelerator_status(cfg);
+  env["accelerators"] = accelerators;
   for (const auto& [key, value] : env.items()) {
     if (key == "warnings") continue;
     std::string text = value.is_string() ? value.get<std::string>() : value.dump();

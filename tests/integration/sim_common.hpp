@@ -20,6 +20,11 @@ inline std::vector<std::string> on_sim(std::vector<std::string> args) {
   return args;
 }
 
+// The first diverging layer a model case names, or "".
+inline std::string layer_of(const nlohmann::json& c) {
+  return c.contains("first_diverging_layer") ? c.at("first_diverging_layer").get<std::string>() : std::string();
+}
+
 inline int count_findings(const nlohmann::json& report) {
   int n = 0;
   for (const auto& c : report.at("cases")) {

@@ -98,7 +98,7 @@ TEST_P(SimRecall, CatalogFindsThePlantedBugAndNothingElse) {
     caught.push_back(id);
     if (message.empty()) message = p.expect == "slower" ? "speedup " + std::to_string(c.value("speedup", 0.0)) : c.value("message", "");
     const bool model = id.rfind("model/", 0) == 0;
-    if (model && p.names.find("layer") != std::string::npos && c.value("first_diverging_layer", "").empty())
+    if (model && p.names.find("layer") != std::string::npos && layer_of(c).empty())
       unnamed.push_back(id);
     if (!model && p.names.find("index") != std::string::npos && c.value("message", "").find("first at [") == std::string::npos)
       unnamed.push_back(id);
