@@ -22,7 +22,9 @@ namespace sim {
 namespace {
 
 // Every class the switchboard knows; an unknown name in MPSCHECK_SIM_BUGS stops the process.
-const std::set<std::string> kClasses = {
+// (A function, not a global: the device's static initialisers read the switchboard.)
+const std::set<std::string>& known_classes() {
+  static const std::set<std::string> classes = {
     "transposed",      // gelu wrong only for non-contiguous inputs (pytorch#78511, #131736, #175187)
     "size-threshold",  // addmm (Linear with bias) wrong from batch 9 (pytorch#109457)
     "partial-tile",    // bmm: the last partial 16-column tile left zero
@@ -40,7 +42,9 @@ const std::set<std::string> kClasses = {
     "nondeterministic",  // scatter_add loses a random update on every call (a race)
     "slow",            // convolution ten times slower than the CPU
     "sync-hang",       // synchronize never returns (a device that hangs: the probe's deadline)
-};
+  };
+  return classes;
+}
 
 std::set<std::string> read_switchboard() {
   std::set<std::string> on;
@@ -49,9 +53,9 @@ std::set<std::string> read_switchboard() {
   std::stringstream in(env);
   for (std::string name; std::getline(in, name, ',');) {
     if (name.empty()) continue;
-    if (!kClasses.count(name)) {
+    if (!known_classes().count(name)) {
       std::string known;
-      for (const auto& c : kClasses) known += (known.empty() ? "" : ", ") + c;
+      for (const auto& c : known_classes()) known += (known.empty() ? "" : ", ") + c;
       std::fprintf(stderr, "sim: unknown bug class '%s' in MPSCHECK_SIM_BUGS; known: %s\n", name.c_str(),
                    known.c_str());
       std::exit(2);

@@ -247,7 +247,11 @@ at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool) {
   if (self.numel() == 0) return dst;
   Access open({self, dst});
   at::Tensor host_dst = host_alias(dst);
-  host_dst.copy_(host_alias(self));
+  // The conjugate and negative bits travel with the copy (see the fallthrough below).
+  at::Tensor host_src = host_alias(self);
+  if (self.device().type() == kSim && self.is_conj()) host_src = at::_conj(host_src);
+  if (self.device().type() == kSim && self.is_neg()) host_src = at::_neg_view(host_src);
+  host_dst.copy_(host_src);
   return dst;
 }
 
@@ -398,6 +402,11 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("_has_compatible_shallow_copy_type", compatible_shallow_copy);
   m.impl("_fused_sdp_choice", fused_sdp_choice);
 }
+
+// Materialising a lazy conjugate clones, and a clone copies: without these, a copy of a conjugated
+// sim tensor recurses until the stack overflows. The sim's copy applies the bits itself.
+TORCH_LIBRARY_IMPL(aten, Conjugate, m) { m.impl("_copy_from", torch::CppFunction::makeFallthrough()); }
+TORCH_LIBRARY_IMPL(aten, Negative, m) { m.impl("_copy_from", torch::CppFunction::makeFallthrough()); }
 
 TORCH_LIBRARY_IMPL(_, PrivateUse1, m) { m.fallback(torch::CppFunction::makeFromBoxedFunction<&fallback>()); }
 

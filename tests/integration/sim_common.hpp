@@ -11,6 +11,11 @@ namespace mpscheck::testing {
 // The folder holding only the sim device library (build/test-plugins/sim).
 inline std::string sim_plugin_dir() { return test_plugins_dir() + "/sim"; }
 
+// What a clean sim device is known to report: LibTorch's own CPU-kernel gaps and the sim's limits.
+inline std::string sim_expectations() {
+  return std::string(MPSCHECK_SOURCE_DIR) + "/expectations/sim-libtorch-2.13.expect";
+}
+
 // `args` plus the options every sim run shares: --target sim (unless given), the sim plugin, --quick.
 inline std::vector<std::string> on_sim(std::vector<std::string> args) {
   bool has_target = false;

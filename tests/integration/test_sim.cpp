@@ -100,6 +100,16 @@ TEST(SimRun, CleanDevicePassesAndTimesEveryCase) {
   EXPECT_GE(timed, 30);
 }
 
+// The whole catalog, models included, on a clean sim device: nothing but the known list
+// (expectations/sim-libtorch-2.13.expect), and nothing on that list passes unexpectedly.
+TEST(SimRun, WholeCatalogOnACleanDeviceHasOnlyKnownFindings) {
+  const std::string dir = fresh_dir("sim-all");
+  const auto r = run_mpscheck(on_sim({"--all", "--min-time", "0", "--expect", sim_expectations()}), dir);
+  EXPECT_EQ(r.exit_code, 0) << r.out.substr(r.out.size() > 3000 ? r.out.size() - 3000 : 0);
+  const auto report = read_json_file(dir + "/mpscheck-report/report.json");
+  EXPECT_GT(report.at("cases").size(), 5000u);
+}
+
 TEST(SimRun, ReducedPrecisionTargetsWorkLikeMps) {
   for (const char* target : {"sim:float16", "sim:bfloat16"}) {
     const std::string dir = fresh_dir(std::string("sim-reduced-") + (target + 4));
