@@ -50,7 +50,7 @@ CommandResult run_with_bug(const Plant& p, const std::string& bug, const std::st
   std::vector<std::string> args = selection(p);
   // Timing only where the plant is about speed; a hang needs a short deadline.
   args.insert(args.end(), {"--min-time", p.expect == "slower" ? "0.05" : "0", "--timeout",
-                           p.expect == "timeout" ? "10" : "300", "--expect", sim_expectations()});
+                           p.expect == "timeout" || p.expect == "exit3" ? "10" : "300", "--expect", sim_expectations()});
   return run_mpscheck(on_sim(args), dir, {"MPSCHECK_SIM_BUGS=" + bug});
 }
 
@@ -68,10 +68,11 @@ TEST_P(SimRecall, CatalogFindsThePlantedBugAndNothingElse) {
   if (p.expect == "exit3") {
     // The probe stops the run before any case: exit 3 and one line quoting the device.
     EXPECT_EQ(r.exit_code, 3) << r.err;
-    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
-    EXPECT_NE(r.err.find("target 'sim' is present but unusable"), std::string::npos) << r.err;
+    const auto line = r.err.find("mpscheck: target 'sim' is present but unusable");
+    ASSERT_NE(line, std::string::npos) << r.err;
+    EXPECT_EQ(std::count(r.err.begin() + line, r.err.end(), '\n'), 1) << r.err;
     EXPECT_EQ(read_text_file(dir + "/mpscheck-report/journal.jsonl").find("\"id\""), std::string::npos);
-    row << "probe | exit " << r.exit_code << " | " << shorten(r.err.substr(0, r.err.find('\n')));
+    row << "probe | exit " << r.exit_code << " | " << shorten(r.err.substr(line, r.err.find('\n', line) - line), 240);
     std::cout << row.str() << std::endl;
     return;
   }
