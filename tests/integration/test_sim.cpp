@@ -163,7 +163,8 @@ TEST(SimModels, PlantedBugsAreLocalisedToALayer) {
                                 {"MPSCHECK_SIM_BUGS=size-threshold"});
     EXPECT_EQ(r.exit_code, 1) << r.err;
     int named = 0;
-    for (const auto& c : read_json_file(dir + "/mpscheck-report/report.json").at("cases")) {
+    const auto report = read_json_file(dir + "/mpscheck-report/report.json");
+    for (const auto& c : report.at("cases")) {
       EXPECT_EQ(c.at("status"), "mismatch") << c.at("id");
       named += !layer_of(c).empty();
     }
@@ -174,7 +175,8 @@ TEST(SimModels, PlantedBugsAreLocalisedToALayer) {
     const auto r = run_mpscheck(on_sim({"--filter", "model/mlp/train", "--min-time", "0"}), dir,
                                 {"MPSCHECK_SIM_BUGS=backward"});
     EXPECT_EQ(r.exit_code, 1) << r.err;
-    for (const auto& c : read_json_file(dir + "/mpscheck-report/report.json").at("cases"))
+    const auto report = read_json_file(dir + "/mpscheck-report/report.json");
+    for (const auto& c : report.at("cases"))
       EXPECT_EQ(layer_of(c).rfind("backward/", 0), 0u) << c.dump().substr(0, 600);
   }
 }

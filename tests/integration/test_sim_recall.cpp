@@ -5,6 +5,8 @@
 // scripts/recall.sh sets MPSCHECK_RECALL_FULL=1 to run each over the "full" selection.
 #include "sim_common.hpp"
 
+#include "core/result.hpp"
+
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -54,6 +56,16 @@ CommandResult run_with_bug(const Plant& p, const std::string& bug, const std::st
   return run_mpscheck(on_sim(args), dir, {"MPSCHECK_SIM_BUGS=" + bug});
 }
 
+bool knows_status(const std::string& s) {
+  if (s == "slower" || s == "exit3") return true;
+  try {
+    mpscheck::status_from_string(s);
+    return true;
+  } catch (const std::invalid_argument&) {
+    return false;
+  }
+}
+
 std::string shorten(std::string s, size_t n = 160) { return s.size() > n ? s.substr(0, n) + "..." : s; }
 
 class SimRecall : public ::testing::TestWithParam<Plant> {};
@@ -80,6 +92,15 @@ TEST_P(SimRecall, CatalogFindsThePlantedBugAndNothingElse) {
   ASSERT_TRUE(r.exit_code == 0 || r.exit_code == 1) << r.err;
   const auto report = read_json_file(dir + "/mpscheck-report/report.json");
   const std::regex allowed(p.cases);
+  if (!knows_status(p.expect)) {
+    // A verdict this build does not have yet (`fallback` comes with the warnings capture): the
+    // plant must then pass unnoticed, which is what the new verdict is for.
+    for (const auto& c : report.at("cases"))
+      EXPECT_EQ(c.at("status"), "pass") << c.at("id");
+    std::cout << row.str() << p.expect << " | pending: this build has no '" << p.expect << "' verdict; "
+              << report.at("cases").size() << " cases pass unnoticed" << std::endl;
+    return;
+  }
   std::vector<std::string> caught, unrelated, wrong_kind, unnamed;
   std::string message;
   for (const auto& c : report.at("cases")) {
