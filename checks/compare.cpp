@@ -1,5 +1,7 @@
 #include "checks/compare.hpp"
 
+#include "reports/escape.hpp"
+
 #include <ATen/core/grad_mode.h>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -8,6 +10,7 @@
 #include <cctype>
 #include <cmath>
 #include <limits>
+#include <type_traits>
 
 namespace mpscheck {
 
@@ -17,7 +20,121 @@ std::string shape_string(at::IntArrayRef s) {
   return fmt::format("[{}]", fmt::join(s.begin(), s.end(), ", "));
 }
 
-// Flat index -> "[i, j, k]" for messages.
+bool is_reduced(c10::ScalarType t) { return t == c10::kHalf || t == c10::kBFloat16; }
+bool is_integral(c10::ScalarType t) { return !c10::isFloatingType(t) && !c10::isComplexType(t); }
+
+// The element-wise statistics of one comparison, gathered in a single pass.
+struct ElementStats {
+  explicit ElementStats(const Tolerance& tol) : atol(tol.atol), rtol(tol.rtol) {}
+  double atol, rtol;
+  std::int64_t nan_r = 0, nan_t = 0, inf_r = 0, inf_t = 0, bad = 0, first_bad = -1, worst = 0;
+  double max_abs = -1, max_rel = 0;
+
+  void finite_element(double diff, double mag, std::int64_t at) {
+    const bool is_bad = diff > atol + rtol * mag;
+    if (mag > atol) max_rel = std::max(max_rel, diff / mag);
+    count(is_bad, diff, at);
+  }
+  // Non-finite positions agree only when both sides hold the same non-finite value.
+  void nonfinite_element(bool nan_rv, bool nan_tv, bool inf_rv, bool inf_tv, bool same, std::int64_t at) {
+    nan_r += nan_rv, nan_t += nan_tv;
+    inf_r += inf_rv, inf_t += inf_tv;
+    count(!same, 0, at);
+  }
+  void count(bool is_bad, double diff, std::int64_t at) {
+    if (is_bad) {
+      if (first_bad < 0) first_bad = at;
+      ++bad;
+    }
+    if (diff > max_abs) max_abs = diff, worst = at;
+  }
+
+  template <class T>
+  void scan(const T* r, const T* t, std::int64_t offset, std::int64_t n) {
+    for (std::int64_t i = 0; i < n; ++i) {
+      if constexpr (std::is_integral_v<T>) {
+        // Exact: int64 beyond 2^53 is not rounded through double.
+        const double diff = std::abs(static_cast<double>(t[i]) - static_cast<double>(r[i]));
+        const double mag = std::abs(static_cast<double>(r[i]));
+        if (mag > 0) max_rel = std::max(max_rel, diff / mag);
+        count(r[i] != t[i], diff, offset + i);
+      } else {
+        const double rv = static_cast<double>(r[i]), tv = static_cast<double>(t[i]);
+        if (std::isfinite(rv) && std::isfinite(tv)) {
+          finite_element(std::abs(tv - rv), std::abs(rv), offset + i);
+        } else {
+          const bool rn = std::isnan(rv), tn = std::isnan(tv);
+          nonfinite_element(rn, tn, std::isinf(rv), std::isinf(tv), (rn && tn) || (std::isinf(rv) && rv == tv),
+                            offset + i);
+        }
+      }
+    }
+  }
+
+  // Complex values: both parts count, |t - r| is the modulus of the difference.
+  void scan_complex(const c10::complex<double>* r, const c10::complex<double>* t, std::int64_t offset,
+                    std::int64_t n) {
+    auto same = [](double a, double b) { return (std::isnan(a) && std::isnan(b)) || a == b; };
+    for (std::int64_t i = 0; i < n; ++i) {
+      const double rr = r[i].real(), ri = r[i].imag(), tr = t[i].real(), ti = t[i].imag();
+      if (std::isfinite(rr) && std::isfinite(ri) && std::isfinite(tr) && std::isfinite(ti)) {
+        finite_element(std::hypot(tr - rr, ti - ri), std::hypot(rr, ri), offset + i);
+      } else {
+        const bool rn = std::isnan(rr) || std::isnan(ri), tn = std::isnan(tr) || std::isnan(ti);
+        nonfinite_element(rn, tn, !rn && (std::isinf(rr) || std::isinf(ri)), !tn && (std::isinf(tr) || std::isinf(ti)),
+                          same(rr, tr) && same(ri, ti), offset + i);
+      }
+    }
+  }
+
+  void fill(OutputReport& o) const {
+    o.nan_reference = nan_r, o.nan_target = nan_t, o.inf_reference = inf_r, o.inf_target = inf_t;
+    o.mismatches = bad, o.first_mismatch = first_bad, o.max_abs = std::max(max_abs, 0.0), o.max_rel = max_rel;
+  }
+};
+
+// A value for messages; a complex value gives its real part (the note carries both parts).
+double value_at(const at::Tensor& flat, std::int64_t i) {
+  const at::Tensor v = flat[i];
+  if (v.is_complex()) return v.item<c10::complex<double>>().real();
+  return v.item<double>();
+}
+std::string complex_at(const at::Tensor& flat, std::int64_t i) {
+  const auto c = flat[i].item<c10::complex<double>>();
+  return fmt::format("{:.6g}{:+.6g}i", c.real(), c.imag());
+}
+
+// Whether the target may return `target` for a reference output of dtype `reference`.
+bool dtype_allowed(c10::ScalarType reference, c10::ScalarType target, c10::ScalarType reduced) {
+  if (reference == target) return true;
+  if (reduced == c10::ScalarType::Undefined) return false;
+  if (c10::isFloatingType(reference) && target == reduced) return true;
+  // float16 has a complex counterpart (ComplexHalf); bfloat16 has none.
+  return reduced == c10::kHalf && c10::isComplexType(reference) && target == c10::kComplexHalf;
+}
+
+// Fills the shape/dtype fields; false (with o.ok and o.note set) when the values cannot be compared.
+bool prepare(OutputReport& o, const at::Tensor& reference, const at::Tensor& target) {
+  if (!reference.defined() || !target.defined()) {
+    o.ok = reference.defined() == target.defined();
+    if (!o.ok) o.note = reference.defined() ? "missing on the target" : "missing on the reference";
+    return false;
+  }
+  o.shape.assign(reference.sizes().begin(), reference.sizes().end());
+  o.reference_dtype = c10::toString(reference.scalar_type());
+  o.target_dtype = c10::toString(target.scalar_type());
+  o.numel = reference.numel();
+  if (reference.sizes() != target.sizes()) {
+    o.ok = false;
+    o.note = fmt::format("shape differs: reference {} vs target {}", shape_string(reference.sizes()),
+                         shape_string(target.sizes()));
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
 std::string index_string(std::int64_t flat, const std::vector<std::int64_t>& shape) {
   if (shape.empty()) return "[]";
   std::vector<std::int64_t> idx(shape.size());
@@ -29,67 +146,36 @@ std::string index_string(std::int64_t flat, const std::vector<std::int64_t>& sha
   return fmt::format("[{}]", fmt::join(idx, ", "));
 }
 
-// The element-wise statistics of one comparison, gathered in a single pass.
-struct ElementStats {
-  explicit ElementStats(const Tolerance& tol) : atol(tol.atol), rtol(tol.rtol) {}
-  double atol, rtol;
-  std::int64_t nan_r = 0, nan_t = 0, inf_r = 0, inf_t = 0, bad = 0, first_bad = -1, worst = 0;
-  double max_abs = -1, max_rel = 0;
-
-  template <class T>
-  void scan(const T* r, const T* t, std::int64_t offset, std::int64_t n) {
-    for (std::int64_t i = 0; i < n; ++i) {
-      const double rv = static_cast<double>(r[i]), tv = static_cast<double>(t[i]);
-      double diff = 0;
-      bool is_bad;
-      if (std::isfinite(rv) && std::isfinite(tv)) {
-        diff = std::abs(tv - rv);
-        const double mag = std::abs(rv);
-        is_bad = diff > atol + rtol * mag;
-        if (mag > atol) max_rel = std::max(max_rel, diff / mag);
-      } else {
-        const bool rn = std::isnan(rv), tn = std::isnan(tv);
-        nan_r += rn, nan_t += tn;
-        inf_r += std::isinf(rv), inf_t += std::isinf(tv);
-        // Non-finite positions agree only when both sides hold the same non-finite value.
-        is_bad = !((rn && tn) || (std::isinf(rv) && rv == tv));
-      }
-      if (is_bad) {
-        if (first_bad < 0) first_bad = offset + i;
-        ++bad;
-      }
-      if (diff > max_abs) max_abs = diff, worst = offset + i;
-    }
+double unit_roundoff(c10::ScalarType dtype) {
+  switch (dtype) {
+    case c10::kHalf: return std::ldexp(1.0, -11);
+    case c10::kBFloat16: return std::ldexp(1.0, -8);
+    case c10::kDouble: return std::ldexp(1.0, -53);
+    default: return std::ldexp(1.0, -24);
   }
+}
 
-  void fill(OutputReport& o) const {
-    o.nan_reference = nan_r, o.nan_target = nan_t, o.inf_reference = inf_r, o.inf_target = inf_t;
-    o.mismatches = bad, o.first_mismatch = first_bad, o.max_abs = max_abs, o.max_rel = max_rel;
-  }
-};
-
-}  // namespace
-
-OutputReport compare_tensors(const std::string& name, const at::Tensor& reference,
-                             const at::Tensor& target, const Tolerance& tol) {
+OutputReport compare_tensors(const std::string& name, const at::Tensor& reference, const at::Tensor& target,
+                             const Tolerance& tol_in, c10::ScalarType reduced) {
   OutputReport o;
   o.name = name;
-  if (!reference.defined() || !target.defined()) {
-    o.ok = reference.defined() == target.defined();
-    if (!o.ok) o.note = reference.defined() ? "missing on the target" : "missing on the reference";
+  if (!prepare(o, reference, target)) return o;
+  const c10::ScalarType rt = reference.scalar_type(), tt = target.scalar_type();
+  const bool dtype_ok = dtype_allowed(rt, tt, reduced);
+  const bool integral = is_integral(rt) && is_integral(tt);
+  const bool complex = c10::isComplexType(rt) || c10::isComplexType(tt);
+  // Integer and bool results are exact contracts, whatever the compute dtype's tolerance.
+  const Tolerance tol = is_integral(rt) ? Tolerance{0, 0} : tol_in;
+  if (integral) o.rule = "exact";
+  auto finish = [&] {
+    if (!dtype_ok) {
+      o.ok = false;
+      o.note = fmt::format("dtype differs: reference {} vs target {}{}", o.reference_dtype, o.target_dtype,
+                           o.note.empty() ? "" : "; " + o.note);
+    }
     return o;
-  }
-  o.shape.assign(reference.sizes().begin(), reference.sizes().end());
-  o.reference_dtype = c10::toString(reference.scalar_type());
-  o.target_dtype = c10::toString(target.scalar_type());
-  o.numel = reference.numel();
-  if (reference.sizes() != target.sizes()) {
-    o.ok = false;
-    o.note = fmt::format("shape differs: reference {} vs target {}", shape_string(reference.sizes()),
-                         shape_string(target.sizes()));
-    return o;
-  }
-  if (o.numel == 0) return o;
+  };
+  if (o.numel == 0) return finish();
 
   at::NoGradGuard no_grad;
   const at::Tensor ref = reference.detach().to(at::kCPU).reshape({-1});
@@ -97,116 +183,252 @@ OutputReport compare_tensors(const std::string& name, const at::Tensor& referenc
 
   // Bit-identical outputs (the reference against itself, or an identical device) need no element
   // pass: equal() is false wherever a NaN is, so only infinities are left to count.
-  if (ref.scalar_type() == tgt.scalar_type() && at::equal(ref, tgt)) {
+  if (rt == tt && at::equal(ref, tgt)) {
     o.inf_reference = o.inf_target = ref.is_floating_point() ? ref.isinf().sum().item<std::int64_t>() : 0;
-    o.reference_value = o.target_value = ref[0].item<double>();
-    return o;
+    o.reference_value = o.target_value = value_at(ref, 0);
+    return finish();
   }
 
-  // One pass over the elements, in double. float32/float64 outputs are read in place; other
-  // dtypes (half, bfloat16, integers, bool) are converted 1M elements at a time so the temporary
-  // stays small whatever the output's size (a VGG-16's parameters are 138M elements).
+  // One pass over the elements. float32/float64 pairs are read in place; integer pairs as int64;
+  // complex pairs as complex double; the rest (half, bfloat16, mixed) in double. Conversions go 1M
+  // elements at a time so the temporary stays small whatever the output's size (a VGG-16's
+  // parameters are 138M elements).
   ElementStats stats(tol);
-  const bool same_native = ref.scalar_type() == tgt.scalar_type() &&
-                           (ref.scalar_type() == at::kFloat || ref.scalar_type() == at::kDouble);
+  const bool same_native = rt == tt && (rt == at::kFloat || rt == at::kDouble);
   if (same_native) {
     const at::Tensor r = ref.contiguous(), t = tgt.contiguous();
-    if (r.scalar_type() == at::kFloat) stats.scan(r.data_ptr<float>(), t.data_ptr<float>(), 0, o.numel);
+    if (rt == at::kFloat) stats.scan(r.data_ptr<float>(), t.data_ptr<float>(), 0, o.numel);
     else stats.scan(r.data_ptr<double>(), t.data_ptr<double>(), 0, o.numel);
   } else {
     constexpr std::int64_t kChunk = std::int64_t{1} << 20;
+    const c10::ScalarType wide = integral ? at::kLong : complex ? at::kComplexDouble : at::kDouble;
     for (std::int64_t begin = 0; begin < o.numel; begin += kChunk) {
       const std::int64_t len = std::min(kChunk, o.numel - begin);
-      const at::Tensor r = ref.narrow(0, begin, len).to(at::kDouble).contiguous();
-      const at::Tensor t = tgt.narrow(0, begin, len).to(at::kDouble).contiguous();
-      stats.scan(r.data_ptr<double>(), t.data_ptr<double>(), begin, len);
+      const at::Tensor r = ref.narrow(0, begin, len).to(wide).contiguous();
+      const at::Tensor t = tgt.narrow(0, begin, len).to(wide).contiguous();
+      if (integral) stats.scan(r.data_ptr<std::int64_t>(), t.data_ptr<std::int64_t>(), begin, len);
+      else if (complex) stats.scan_complex(r.data_ptr<c10::complex<double>>(), t.data_ptr<c10::complex<double>>(), begin, len);
+      else stats.scan(r.data_ptr<double>(), t.data_ptr<double>(), begin, len);
     }
   }
   stats.fill(o);
   const std::int64_t worst = stats.worst;
   o.ok = o.mismatches == 0;
   // Show where it went most wrong: the first bad element when some value is non-finite there.
-  auto finite_at = [](const at::Tensor& x, std::int64_t i) { return std::isfinite(x[i].item<double>()); };
+  auto finite_at = [&](const at::Tensor& x, std::int64_t i) {
+    if (x.is_complex()) {
+      const auto c = x[i].item<c10::complex<double>>();
+      return std::isfinite(c.real()) && std::isfinite(c.imag());
+    }
+    return std::isfinite(x[i].item<double>());
+  };
   const std::int64_t shown =
       (o.first_mismatch >= 0 && !(finite_at(ref, o.first_mismatch) && finite_at(tgt, o.first_mismatch)))
           ? o.first_mismatch : worst;
-  o.reference_value = ref[shown].item<double>();
-  o.target_value = tgt[shown].item<double>();
-  if (o.mismatches > 0 && o.first_mismatch >= 0 && shown != worst) {
+  o.reference_value = value_at(ref, shown);
+  o.target_value = value_at(tgt, shown);
+  if (complex) {
+    o.rule = "complex";
+    o.note = fmt::format("complex values at {}: reference {}, target {}", index_string(shown, o.shape),
+                         complex_at(ref, shown), complex_at(tgt, shown));
+  } else if (o.mismatches > 0 && o.first_mismatch >= 0 && shown != worst) {
     o.note = fmt::format("first bad element at {}", index_string(shown, o.shape));
+  }
+  return finish();
+}
+
+OutputReport compare_index(const std::string& name, const at::Tensor& reference, const at::Tensor& target,
+                           const at::Tensor& source, std::int64_t dim, bool flat) {
+  OutputReport o;
+  o.name = name;
+  o.rule = "index";
+  if (!prepare(o, reference, target)) return o;
+  if (reference.scalar_type() != target.scalar_type()) {
+    o.ok = false;
+    o.note = fmt::format("dtype differs: reference {} vs target {}", o.reference_dtype, o.target_dtype);
+    return o;
+  }
+  if (o.numel == 0) return o;
+  at::NoGradGuard no_grad;
+  const at::Tensor src = source.detach().to(at::kCPU);
+  at::Tensor ri = reference.detach().to(at::kCPU).to(at::kLong), ti = target.detach().to(at::kCPU).to(at::kLong);
+  // The range along the indexed dimension: an out-of-range index is wrong whatever it gathers.
+  const std::int64_t extent = flat ? src.numel() : src.size(dim);
+  const at::Tensor tflat = ti.reshape({-1});
+  const at::Tensor out_of_range = (tflat < 0) | (tflat >= extent);
+  const at::Tensor pos = out_of_range.nonzero();
+  if (pos.numel() > 0) {
+    const std::int64_t first = pos[0][0].item<std::int64_t>();
+    o.ok = false;
+    o.mismatches = pos.size(0);
+    o.first_mismatch = first;
+    o.reference_value = static_cast<double>(ri.reshape({-1})[first].item<std::int64_t>());
+    o.target_value = static_cast<double>(tflat[first].item<std::int64_t>());
+    o.max_abs = std::abs(o.target_value - o.reference_value);
+    o.note = fmt::format("index {} at {} is out of range (size {})", static_cast<std::int64_t>(o.target_value),
+                         index_string(first, o.shape), extent);
+    return o;
+  }
+  // What each index selects from the target's own input.
+  auto pick = [&](const at::Tensor& idx) {
+    if (flat) return src.reshape({-1}).index_select(0, idx.reshape({-1})).reshape(idx.sizes());
+    const std::int64_t d = dim < 0 ? dim + src.dim() : dim;
+    const bool reduced_dim = idx.dim() == src.dim() - 1;
+    const at::Tensor i = reduced_dim ? idx.unsqueeze(d) : idx;
+    // gather needs equal sizes outside `d`: a strided source is fine, a broadcast one is expanded.
+    at::Tensor g = src.gather(d, i);
+    return reduced_dim ? g.squeeze(d) : g;
+  };
+  const OutputReport by_value = compare_tensors(name, pick(ri), pick(ti), Tolerance{0, 0});
+  o.mismatches = by_value.mismatches;
+  o.first_mismatch = by_value.first_mismatch;
+  o.ok = by_value.ok;
+  const at::Tensor rflat = ri.reshape({-1});
+  const std::int64_t shown = o.first_mismatch >= 0 ? o.first_mismatch : 0;
+  o.reference_value = static_cast<double>(rflat[shown].item<std::int64_t>());
+  o.target_value = static_cast<double>(tflat[shown].item<std::int64_t>());
+  o.max_abs = (rflat - tflat).abs().max().item<double>();
+  if (!o.ok)
+    o.note = fmt::format("at {} the target's index {} selects {:.6g}, the reference's index {} selects {:.6g}",
+                         index_string(shown, o.shape), static_cast<std::int64_t>(o.target_value),
+                         by_value.target_value, static_cast<std::int64_t>(o.reference_value), by_value.reference_value);
+  else if (o.max_abs > 0)
+    o.note = "indices differ only between tied values";
+  return o;
+}
+
+OutputReport compare_statistics(const std::string& name, const at::Tensor& reference, const at::Tensor& target,
+                                const at::Tensor& se_reference, const at::Tensor& se_target, double sigmas,
+                                double unit) {
+  // The statistics' own dtype is no contract: any floating dtype will do.
+  const c10::ScalarType any_float = target.defined() && c10::isFloatingType(target.scalar_type())
+                                        ? target.scalar_type() : c10::ScalarType::Undefined;
+  OutputReport o = compare_tensors(name, reference, target, Tolerance{0, 0}, any_float);
+  o.rule = "statistics";
+  if (!reference.defined() || !target.defined() || reference.sizes() != target.sizes() || o.numel == 0) return o;
+  at::NoGradGuard no_grad;
+  const at::Tensor r = reference.detach().to(at::kCPU, at::kDouble).reshape({-1});
+  const at::Tensor t = target.detach().to(at::kCPU, at::kDouble).reshape({-1});
+  auto se_of = [&](const at::Tensor& se) {
+    if (!se.defined() || se.numel() != o.numel) return at::zeros_like(r);
+    return se.detach().to(at::kCPU, at::kDouble).reshape({-1});
+  };
+  const at::Tensor se = at::sqrt(se_of(se_reference).square() + se_of(se_target).square());
+  const at::Tensor allowed = sigmas * se + unit * at::clamp_min(r.abs(), 1.0);
+  const at::Tensor diff = (t - r).abs();
+  // Non-finite statistics must agree exactly (compare_tensors above counted them).
+  const at::Tensor bad = at::where(r.isfinite() & t.isfinite(), diff > allowed, ~(r.eq(t) | (r.isnan() & t.isnan())));
+  o.mismatches = bad.sum().item<std::int64_t>();
+  o.ok = o.mismatches == 0 && o.note.rfind("dtype differs", 0) != 0;
+  if (o.ok) o.note.clear();
+  o.first_mismatch = -1;
+  if (o.mismatches > 0) {
+    const std::int64_t i = bad.nonzero()[0][0].item<std::int64_t>();
+    o.first_mismatch = i;
+    o.reference_value = r[i].item<double>();
+    o.target_value = t[i].item<double>();
+    o.note = fmt::format("statistic {} differs by {:.3g}, {:.1f} standard errors (allowed {:.3g}: {} sigmas plus rounding)",
+                         index_string(i, o.shape), diff[i].item<double>(),
+                         se[i].item<double>() > 0 ? diff[i].item<double>() / se[i].item<double>() : 0.0,
+                         allowed[i].item<double>(), sigmas);
   }
   return o;
 }
 
 Attribution attribute_with_gold(const at::Tensor& gold, const at::Tensor& reference, const at::Tensor& target,
-                                c10::ScalarType target_dtype, double floor, const at::Tensor& rounded) {
+                                c10::ScalarType target_dtype, const Tolerance& tol, const at::Tensor& rounded) {
   Attribution a;
   if (!gold.defined() || !reference.defined() || !target.defined() || gold.sizes() != target.sizes() ||
       gold.sizes() != reference.sizes())
     return a;
+  if (!c10::isFloatingType(gold.scalar_type()) || !c10::isFloatingType(target.scalar_type()) ||
+      !c10::isFloatingType(reference.scalar_type()))
+    return a;  // integers are exact contracts and complex values have no gold rule: never forgiven
   at::NoGradGuard no_grad;
-  const at::Tensor g = gold.detach().to(at::kCPU).to(at::kDouble).reshape({-1});
-  const at::Tensor r = reference.detach().to(at::kCPU).to(at::kDouble).reshape({-1});
-  const at::Tensor t = target.detach().to(at::kCPU).to(at::kDouble).reshape({-1});
-  const at::Tensor g_fin = g.isfinite();
-  const double inf = std::numeric_limits<double>::infinity();
-  auto rmse = [&](const at::Tensor& x) {
-    if ((g_fin & ~x.isfinite()).any().item<bool>()) return inf;
-    const at::Tensor d = at::where(g_fin, x - g, at::zeros_like(g));
-    const double n = std::max<double>(g_fin.sum().item<double>(), 1.0);
-    return std::sqrt((d * d).sum().item<double>() / n);
+  const bool reduced = is_reduced(target_dtype);
+  const std::int64_t n = gold.numel();
+  const at::Tensor g_all = gold.detach().to(at::kCPU).reshape({-1});
+  const at::Tensor r_all = reference.detach().to(at::kCPU).reshape({-1});
+  const at::Tensor t_all = target.detach().to(at::kCPU).reshape({-1});
+  const bool usable = rounded.defined() && rounded.sizes() == gold.sizes();
+  const at::Tensor b_all = usable ? rounded.detach().to(at::kCPU).reshape({-1}) : g_all;
+  const double u = unit_roundoff(reduced ? target_dtype : target.scalar_type() == at::kDouble ? at::kFloat
+                                                                                              : target.scalar_type());
+  // The chunks of the four tensors in double (b rounded to the target dtype), 1M elements at a time.
+  constexpr std::int64_t kChunk = std::int64_t{1} << 20;
+  auto chunk = [&](const at::Tensor& x, std::int64_t begin, std::int64_t len, bool round) {
+    at::Tensor c = x.narrow(0, begin, len);
+    if (round) c = c.to(target_dtype);
+    return c.to(at::kDouble).contiguous();
   };
-  a.measured = true;
-  a.rmse_reference = rmse(r);
-  a.rmse_target = rmse(t);
-  const bool reduced = target_dtype == c10::kHalf || target_dtype == c10::kBFloat16;
-  a.baseline = a.rmse_reference;
-  if (reduced) {
-    const bool usable = rounded.defined() && rounded.sizes() == gold.sizes();
-    const at::Tensor best = usable ? rounded.detach().to(at::kCPU).to(target_dtype).to(at::kDouble).reshape({-1})
-                                   : g.to(target_dtype).to(at::kDouble);
-    a.baseline = std::max(a.baseline, rmse(at::where(g_fin, best, g)));
-  }
-  a.multiplier = (reduced || g.numel() < 32) ? 3.0 : 2.0;
-  a.target_ok = std::isfinite(a.rmse_target) && a.rmse_target <= a.multiplier * a.baseline + floor;
-  return a;
-}
+  const double inf = std::numeric_limits<double>::infinity();
 
-Verdict judge_outputs(const std::vector<OutputReport>& outputs) {
-  Verdict v;
-  const OutputReport* first_nan = nullptr;
-  const OutputReport* first_bad = nullptr;
-  for (const auto& o : outputs) {
-    const bool target_nonfinite = o.nan_target + o.inf_target > o.nan_reference + o.inf_reference;
-    if (!o.ok && target_nonfinite && !first_nan) first_nan = &o;
-    if (!o.ok && !first_bad) first_bad = &o;
-  }
-  if (first_nan) {
-    v.status = Status::Nan;
-    v.message = fmt::format("{}: target has {} NaN and {} Inf where the reference has {} and {}",
-                            first_nan->name, first_nan->nan_target, first_nan->inf_target,
-                            first_nan->nan_reference, first_nan->inf_reference);
-    // A loss that blows up drifts first: name where it left tolerance (the seeds' VAE went
-    // 550 -> 4705 -> 1.8e8 -> NaN), not only where it stopped being finite.
-    if (first_bad != first_nan && first_bad->mismatches > 0)
-      v.message += fmt::format("; it first left tolerance at {}: reference {:.6g}, target {:.6g}", first_bad->name,
-                               first_bad->reference_value, first_bad->target_value);
-  } else if (first_bad) {
-    v.status = Status::Mismatch;
-    if (!first_bad->note.empty() && first_bad->numel == 0) {
-      v.message = fmt::format("{}: {}", first_bad->name, first_bad->note);
-    } else if (!first_bad->note.empty() && first_bad->mismatches == 0) {
-      v.message = fmt::format("{}: {}", first_bad->name, first_bad->note);
-    } else {
-      v.message = fmt::format(
-          "{}: {} of {} elements outside tolerance, max abs error {:.3g} (max rel {:.3g}); "
-          "first at {}: reference {:.6g}, target {:.6g}",
-          first_bad->name, first_bad->mismatches, first_bad->numel, first_bad->max_abs,
-          first_bad->max_rel, index_string(first_bad->first_mismatch, first_bad->shape),
-          first_bad->reference_value, first_bad->target_value);
+  // Pass 1: the RMSEs, each over the elements where gold and that side are finite.
+  double sr = 0, st = 0, sb = 0;
+  std::int64_t nr = 0, nt = 0, nb = 0;
+  bool r_nonfinite = false, t_nonfinite = false;
+  for (std::int64_t begin = 0; begin < n; begin += kChunk) {
+    const std::int64_t len = std::min(kChunk, n - begin);
+    const at::Tensor gc = chunk(g_all, begin, len, false), rc = chunk(r_all, begin, len, false),
+                     tc = chunk(t_all, begin, len, false), bc = chunk(b_all, begin, len, reduced);
+    const double *g = gc.data_ptr<double>(), *r = rc.data_ptr<double>(), *t = tc.data_ptr<double>(),
+                 *b = bc.data_ptr<double>();
+    for (std::int64_t i = 0; i < len; ++i) {
+      if (!std::isfinite(g[i])) continue;
+      if (std::isfinite(r[i])) sr += (r[i] - g[i]) * (r[i] - g[i]), ++nr;
+      else r_nonfinite = true;
+      if (std::isfinite(t[i])) st += (t[i] - g[i]) * (t[i] - g[i]), ++nt;
+      else t_nonfinite = true;
+      if (reduced && std::isfinite(b[i])) sb += (b[i] - g[i]) * (b[i] - g[i]), ++nb;
     }
   }
-  return v;
+  auto root = [](double s, std::int64_t k) { return k > 0 ? std::sqrt(s / static_cast<double>(k)) : 0.0; };
+  a.measured = true;
+  const double ref_finite_rmse = root(sr, nr);
+  a.rmse_reference = r_nonfinite ? inf : ref_finite_rmse;
+  a.rmse_target = t_nonfinite ? inf : root(st, nt);
+  a.baseline = std::max(ref_finite_rmse, reduced ? root(sb, nb) : 0.0);
+  a.multiplier = (reduced || n < 32) ? 3.0 : 2.0;
+  // Non-finite target elements are judged one by one below; the RMSE rule takes the finite ones.
+  a.rmse_ok = root(st, nt) <= a.multiplier * a.baseline + tol.atol;
+
+  // Pass 2: every element outside the plain tolerance against the float32 reference must be
+  // within what float32 (or the rounded baseline) makes there, or the dtype's rounding there.
+  const double spread = kSpreadMultiplier * a.baseline + tol.atol;
+  for (std::int64_t begin = 0; begin < n; begin += kChunk) {
+    const std::int64_t len = std::min(kChunk, n - begin);
+    const at::Tensor gc = chunk(g_all, begin, len, false), rc = chunk(r_all, begin, len, false),
+                     tc = chunk(t_all, begin, len, false), bc = chunk(b_all, begin, len, reduced);
+    const double *g = gc.data_ptr<double>(), *r = rc.data_ptr<double>(), *t = tc.data_ptr<double>(),
+                 *b = bc.data_ptr<double>();
+    for (std::int64_t i = 0; i < len; ++i) {
+      bool bad;
+      double allowed = 0;
+      auto same = [](double x, double y) { return (std::isnan(x) && std::isnan(y)) || x == y; };
+      if (!std::isfinite(g[i])) {
+        bad = !same(t[i], g[i]) && !same(t[i], r[i]);
+      } else if (!std::isfinite(t[i])) {
+        bad = !same(t[i], r[i]);  // no worse than float32's own overflow there
+      } else {
+        const double err = std::abs(t[i] - g[i]);
+        if (std::isfinite(r[i]) && std::abs(t[i] - r[i]) <= tol.atol + tol.rtol * std::abs(r[i])) continue;
+        double local = std::isfinite(r[i]) ? std::abs(r[i] - g[i]) : 0.0;
+        if (reduced && std::isfinite(b[i])) local = std::max(local, std::abs(b[i] - g[i]));
+        allowed = kElementMultiplier * local + spread + kRoundingUnits * u * std::abs(g[i]);
+        bad = err > allowed;
+      }
+      if (!bad) continue;
+      if (a.first_bad < 0) {
+        a.first_bad = begin + i;
+        a.gold_value = g[i];
+        a.target_value = t[i];
+        a.allowed = allowed;
+      }
+      ++a.bad_elements;
+    }
+  }
+  a.target_ok = a.rmse_ok && a.bad_elements == 0;
+  return a;
 }
 
 Status classify_exception(const std::string& message) {
@@ -226,18 +448,35 @@ std::string tidy_exception_message(const std::string& what) {
   std::string m = what;
   const auto backtrace = m.find("Exception raised from");
   if (backtrace != std::string::npos) m.erase(backtrace);
-  const auto newline = m.find('\n');
-  if (newline != std::string::npos) {
-    // Keep a one-line message; LibTorch puts the useful sentence first.
-    std::string first = m.substr(0, newline);
-    if (first.find_first_not_of(" \t") == std::string::npos) first = m.substr(newline + 1);
-    m = first;
-    const auto nl = m.find('\n');
-    if (nl != std::string::npos) m.erase(nl);
+  std::vector<std::string> lines;
+  for (std::size_t begin = 0; begin <= m.size();) {
+    std::size_t end = m.find('\n', begin);
+    if (end == std::string::npos) end = m.size();
+    std::string line = m.substr(begin, end - begin);
+    while (!line.empty() && std::isspace(static_cast<unsigned char>(line.back()))) line.pop_back();
+    const auto lead = line.find_first_not_of(" \t");
+    if (lead != std::string::npos) lines.push_back(line.substr(lead));
+    begin = end + 1;
   }
-  while (!m.empty() && std::isspace(static_cast<unsigned char>(m.back()))) m.pop_back();
-  if (m.size() > 400) m = m.substr(0, 397) + "...";
-  return m;
+  std::string line = lines.empty() ? std::string() : lines.front();
+  // The TorchScript interpreter leads with "The following operation failed in the TorchScript
+  // interpreter." and a Python-like traceback; the cause is the last line that is not part of it
+  // (e.g. "RuntimeError: \"addmm_impl_cpu_\" not implemented for 'Half'").
+  if (line.find("failed in the TorchScript interpreter") != std::string::npos) {
+    for (auto it = lines.rbegin(); it != lines.rend(); ++it) {
+      const std::string& l = *it;
+      if (l.rfind("Traceback", 0) == 0 || l.rfind("File ", 0) == 0 || l.find("~~~") != std::string::npos ||
+          l.find("^^^") != std::string::npos || l.rfind("The following operation failed", 0) == 0)
+        continue;
+      if (l.find("Error") != std::string::npos || l.find("error") != std::string::npos ||
+          l.find("not implemented") != std::string::npos) {
+        line = "TorchScript: " + l;
+        break;
+      }
+    }
+  }
+  // Valid UTF-8, cut on a code point boundary: the message goes into JSON, XML and HTML.
+  return shorten(line, 400);
 }
 
 }  // namespace mpscheck

@@ -10,6 +10,11 @@ void recommend(CaseResult& r) {
     r.reason = "not checked: " + r.message;
     return;
   }
+  if (r.status == Status::Fallback) {
+    r.recommendation = "keep on CPU";
+    r.reason = "the target has no kernel for part of it: LibTorch ran that on the CPU, so there is no target result or time";
+    return;
+  }
   if (is_finding(r.status)) {
     r.recommendation = "blocked";
     r.reason = fmt::format("the target gives '{}' here; keep this on CPU until it is fixed", to_string(r.status));

@@ -3,6 +3,7 @@
 #include "checks/recommend.hpp"
 #include "core/config.hpp"
 #include "core/environment.hpp"
+#include "core/execute.hpp"
 #include "core/journal.hpp"
 #include "core/plugin_host.hpp"
 #include "core/probe.hpp"
@@ -105,9 +106,7 @@ int merge_command(const Config& cfg) {
     const auto counts = count_by_status(merged.cases);
     std::cout << fmt::format("merged {} reports: {} cases into {}\n", cfg.arguments.size(), merged.cases.size(),
                              cfg.output_path);
-    for (const auto& c : merged.cases)
-      if (is_finding(c.status) && !c.expected) return kExitFindings;
-    return kExitOk;
+    return has_unexpected(merged.cases) ? kExitFindings : kExitOk;  // the same rule as a run's
   } catch (const ReportError& e) {
     std::cerr << "mpscheck: " << e.what() << '\n';
     return kExitUsage;
@@ -344,10 +343,7 @@ int run_mpscheck(int argc, char** argv) {
     CaseResult r = runner.run(id, timeout);
     if (g_interrupted) break;  // an interrupted case is not recorded: --resume runs it again
     r.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    if (r.kind.empty()) r.kind = w.kind() == Kind::Op ? "op" : "model";
-    if (r.tags.empty()) r.tags = w.tags();
-    if (r.plugin.empty()) r.plugin = selected[i].plugin->name;
-    if (r.target.empty()) r.target = target.spec.str();
+    identify(r, selected[i], target.spec);
     recommend(r);
     journal->append(r);
     console.case_finished(i, selected.size(), r);

@@ -25,9 +25,9 @@ std::vector<std::string> environment_warnings(const nlohmann::json& env);
 // check that holds whatever the linking.
 std::vector<std::string> loaded_blas_libraries();
 
-// Float32 matmul throughput of the CPU baseline at the current thread count, best of a few runs of
-// a 384x384x384 product. An optimised BLAS gives tens of GFLOP/s per core; the reference BLAS a
-// few at best, which is the 60x that would inflate every reported speed-up.
+// Float32 matmul throughput of the CPU baseline on one thread, best of a few runs of a 384x384x384
+// product. An optimised BLAS gives tens of GFLOP/s per core; the reference BLAS one or two, which
+// is the 60x that would inflate every reported speed-up.
 double measured_matmul_gflops();
 // Below this, the environment block warns that the CPU baseline's BLAS is not an optimised one.
 inline constexpr double kSlowBlasGflops = 5.0;

@@ -3,12 +3,17 @@
 #include "checks/compare.hpp"
 #include "checks/timing.hpp"
 #include "checks/tolerance.hpp"
+#include "checks/verdict.hpp"
 
+#include <c10/util/Exception.h>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <map>
+#include <mutex>
+#include <optional>
 
 namespace mpscheck {
 
@@ -78,16 +83,78 @@ std::map<std::string, at::Tensor> by_name(const Outputs& outs) {
   return m;
 }
 
+std::map<std::string, const Output*> outputs_by_name(const Outputs& outs) {
+  std::map<std::string, const Output*> m;
+  for (const auto& o : outs) m[o.name] = &o;
+  return m;
+}
+
+// Records every LibTorch warning raised while a case runs, with the side it came from. Kernels
+// may warn from intra-op threads, hence the lock. TORCH_WARN_ONCE warnings (the MPS fallback's
+// among them) would fire once per worker process; c10's warn-always flag makes them fire in every
+// case, so a fallback is seen in each case it happens in, not only in the first.
+class WarningRecorder final : public c10::WarningHandler {
+ public:
+  WarningRecorder() : guard_(this) { always_.emplace(true); }
+  void process(const c10::Warning& warning) override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (paused_) return;
+    std::string text = tidy_exception_message(warning.msg());
+    if (side_ == Side::Target && std::find(target_.begin(), target_.end(), text) == target_.end() &&
+        target_.size() < kMax)
+      target_.push_back(text);
+    std::string tagged = std::string(side_name()) + ": " + text;
+    if (std::find(tagged_.begin(), tagged_.end(), tagged) == tagged_.end() && tagged_.size() < kMax)
+      tagged_.push_back(std::move(tagged));
+  }
+  void set_side(Side s) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    side_ = s;
+  }
+  // While timing: warn-once warnings fire once again, and nothing is recorded.
+  void pause() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    paused_ = true;
+    always_.reset();
+  }
+  std::vector<std::string> target() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return target_;
+  }
+  std::vector<std::string> all() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return tagged_;
+  }
+
+ private:
+  static constexpr size_t kMax = 20;
+  const char* side_name() const {
+    switch (side_) {
+      case Side::Target: return "target";
+      case Side::Gold: return "float64 gold";
+      default: return "reference";
+    }
+  }
+  c10::WarningUtils::WarningHandlerGuard guard_;
+  std::optional<c10::WarningUtils::WarnAlways> always_;
+  std::mutex mutex_;
+  bool paused_ = false;
+  Side side_ = Side::Reference;
+  std::vector<std::string> target_, tagged_;
+};
+
 // Runs the CPU float64 gold and decides, for every failing output, whether the target or float32
-// itself is the fragile side. Turns the verdict into pass when float32 is.
+// itself is the fragile side (checks/verdict.hpp). Turns the verdict into pass when float32 is.
 void attribute(const Workload& w, const ExecuteOptions& options, const Outputs& ref_out,
-               const std::map<std::string, at::Tensor>& target_by_name, c10::ScalarType dtype, const Tolerance& tol,
-               CaseResult& r, Verdict& v) {
+               const std::map<std::string, at::Tensor>& target_by_name, c10::ScalarType dtype,
+               const std::map<std::string, Tolerance>& tols, CaseResult& r, Verdict& v, WarningRecorder& warnings) {
   std::map<std::string, at::Tensor> gold;
+  warnings.set_side(Side::Gold);
   try {
     gold = by_name(w.instantiate(options.setup, Placement{c10::Device(c10::kCPU), c10::kDouble, Side::Gold})->run());
   } catch (...) {
     v.message += "; no float64 gold run to attribute it (" + exception_text(std::current_exception()) + ")";
+    r.attribution = "target";
     return;
   }
   std::map<std::string, at::Tensor> ref_by_name = by_name(ref_out);
@@ -101,38 +168,28 @@ void attribute(const Workload& w, const ExecuteOptions& options, const Outputs& 
     } catch (...) {
     }
   }
-  bool all_ok = true;
-  // The figures quoted are those of the output the verdict names (a loss's non-finite step),
-  // else of the first output the target fails on.
-  const std::string named = v.message.substr(0, v.message.find(':'));
-  const OutputReport* worst = nullptr;
+  std::vector<OutputAttribution> failing;
   for (auto& o : r.outputs) {
     if (o.ok) continue;
+    OutputAttribution f{&o, {}};
     auto g = gold.find(o.name);
     auto t = target_by_name.find(o.name);
-    if (g == gold.end() || t == target_by_name.end()) {
-      all_ok = false;
-      continue;
-    }
+    // Exact, index, statistics and dtype findings are contracts float64 cannot excuse. An exact
+    // (integer/bool) output of a float16/bfloat16 target may only equal, exactly, what float32
+    // gives from inputs rounded to that dtype: a comparison of two values that round to the same.
+    const bool by_value = o.rule.empty() && o.note.rfind("dtype differs", 0) != 0;
     auto rd = rounded.find(o.name);
-    const Attribution a = attribute_with_gold(g->second, ref_by_name[o.name], t->second, dtype, tol.atol,
-                                              rd == rounded.end() ? at::Tensor() : rd->second);
-    if (a.measured) o.rmse_reference = a.rmse_reference, o.rmse_target = a.rmse_target;
-    if (!a.target_ok) {
-      all_ok = false;
-      if (a.measured && (!worst || (o.name == named && worst->name != named))) worst = &o;
+    if (o.rule == "exact" && rd != rounded.end() && t != target_by_name.end() &&
+        compare_tensors(o.name, rd->second, t->second, Tolerance{0, 0}).ok) {
+      f.attribution.target_ok = true;  // no figures: nothing to take an RMSE of
+      o.note = "equal to the float32 result from inputs rounded to " + std::string(c10::toString(dtype));
+    } else if (by_value && g != gold.end() && t != target_by_name.end()) {
+      f.attribution = attribute_with_gold(g->second, ref_by_name[o.name], t->second, dtype, tols.at(o.name),
+                                          rd == rounded.end() ? at::Tensor() : rd->second);
     }
+    failing.push_back(f);
   }
-  if (all_ok) {
-    r.attribution = "float32";
-    v.status = Status::Pass;
-    v.message = "outside the plain tolerance, but as close to float64 as float32 itself is: float32 is the fragile side here";
-    return;
-  }
-  r.attribution = "target";
-  if (worst)
-    v.message += fmt::format("; against float64 the target's RMSE is {:.3g}, float32's {:.3g}: the target is the fragile side",
-                             worst->rmse_target, worst->rmse_reference);
+  decide_attribution(failing, v, r.attribution);
 }
 
 // Names the first traced layer whose output diverges between reference and target (judged like
@@ -152,8 +209,9 @@ void localise(const Workload& w, const ExecuteOptions& options, c10::Device devi
   for (const auto& layer : ref_layers) {
     auto t = target_by_name.find(layer.name);
     if (t == target_by_name.end()) continue;
-    OutputReport rep = compare_tensors(layer.name, layer.value, t->second, tol);
+    OutputReport rep = compare_tensors(layer.name, layer.value, t->second, tol, dtype);
     if (rep.ok) continue;
+    Attribution a;
     if (w.has_gold()) {
       if (gold_layers.empty()) {
         try {
@@ -162,12 +220,12 @@ void localise(const Workload& w, const ExecuteOptions& options, c10::Device devi
         }
       }
       const auto gold_by_name = by_name(gold_layers);
-      if (auto g = gold_by_name.find(layer.name); g != gold_by_name.end()) {
-        const Attribution a = attribute_with_gold(g->second, layer.value, t->second, dtype, tol.atol);
+      if (auto g = gold_by_name.find(layer.name); g != gold_by_name.end() && rep.rule.empty()) {
+        a = attribute_with_gold(g->second, layer.value, t->second, dtype, tol);
         if (a.measured) rep.rmse_reference = a.rmse_reference, rep.rmse_target = a.rmse_target;
-        if (a.target_ok) continue;  // float32 itself is what differs here
       }
     }
+    if (!layer_diverges(rep, &a)) continue;  // float32 itself is what differs here
     r.first_diverging_layer = layer.name;
     r.message += fmt::format("; first diverging layer: {} ({} of {} elements, max abs error {:.3g})", layer.name,
                              rep.mismatches, rep.numel, rep.max_abs);
@@ -184,26 +242,102 @@ c10::ScalarType target_dtype_for(const Workload& w, const TargetSpec& target) {
   return w.dtype() != c10::kFloat ? w.dtype() : target.float_dtype();
 }
 
+void identify(CaseResult& r, const RegisteredWorkload& rw, const TargetSpec& target) {
+  const Workload& w = *rw.workload;
+  if (r.id.empty()) r.id = w.id();
+  if (r.kind.empty()) r.kind = w.kind() == Kind::Op ? "op" : "model";
+  if (r.tags.empty()) r.tags = w.tags();
+  if (r.plugin.empty() && rw.plugin) r.plugin = rw.plugin->name;
+  if (r.target.empty()) r.target = target.str();
+}
+
 namespace {
-CaseResult execute_case_inner(const RegisteredWorkload& rw, const ExecuteOptions& options);
+CaseResult execute_case_inner(const RegisteredWorkload& rw, const ExecuteOptions& options, WarningRecorder& warnings);
 }
 
 CaseResult execute_case(const RegisteredWorkload& rw, const ExecuteOptions& options) {
   const auto start = Clock::now();
-  CaseResult r = execute_case_inner(rw, options);
+  CaseResult r;
+  WarningRecorder warnings;
+  try {
+    r = execute_case_inner(rw, options, warnings);
+  } catch (...) {
+    // Nothing a case does may take the worker down: whatever escaped is this case's error.
+    r.status = Status::Error;
+    r.message = "mpscheck failed while checking this case: " + exception_text(std::current_exception());
+  }
+  identify(r, rw, options.target);
+  r.warnings = warnings.all();
   r.worker_s = seconds_since(start);
   return r;
 }
 
 namespace {
-CaseResult execute_case_inner(const RegisteredWorkload& rw, const ExecuteOptions& options) {
+
+// Compares every reference output with the target output of the same name, each by its own rule
+// (checks/compare.hpp), then attributes, applies fallback warnings and localises. May throw: the
+// caller turns that into an `error`.
+void judge_case(const Workload& w, const ExecuteOptions& options, Instance& ref, const Outputs& ref_out,
+                const Outputs& tgt_out, c10::Device device, c10::ScalarType dtype, const Tolerance& tol,
+                WarningRecorder& warnings, CaseResult& r) {
+  // Determinism: a reference that differs from itself must not be blamed on the target. Only the
+  // output that differed is widened, by its own spread.
+  std::map<std::string, Tolerance> tols;
+  for (const auto& o : ref_out) tols[o.name] = tol;
+  if (!w.is_random()) {
+    warnings.set_side(Side::Reference);
+    try {
+      const auto again = by_name(ref.run());
+      for (const auto& o : ref_out) {
+        auto it = again.find(o.name);
+        if (it == again.end() || !o.value.defined() || !it->second.defined()) continue;
+        const OutputReport d = compare_tensors(o.name, o.value, it->second, Tolerance{0, 0});
+        if (d.ok) continue;
+        r.nondeterministic = true;
+        tols[o.name] = widened_for_spread(tol, std::isfinite(d.max_abs) ? d.max_abs : 0.0);
+        r.atol = std::max(r.atol, tols[o.name].atol);
+      }
+    } catch (...) {
+    }
+  }
+
+  const auto target_outputs = outputs_by_name(tgt_out);
+  auto target_by_name = by_name(tgt_out);
+  const double unit = 2 * unit_roundoff(dtype);
+  for (const auto& o : ref_out) {
+    auto it = target_outputs.find(o.name);
+    const Output* t = it == target_outputs.end() ? nullptr : it->second;
+    const at::Tensor tv = t ? t->value : at::Tensor();
+    OutputReport rep;
+    if (o.standard_error.defined())
+      rep = compare_statistics(o.name, o.value, tv, o.standard_error, t ? t->standard_error : at::Tensor(),
+                               kStatisticSigmas, unit);
+    else if (t && t->indexes_into.defined())
+      rep = compare_index(o.name, o.value, tv, t->indexes_into, t->index_dim, t->index_flat);
+    else
+      rep = compare_tensors(o.name, o.value, tv, tols[o.name], dtype);
+    if (!t) rep.note = "the target did not produce this output";
+    r.outputs.push_back(std::move(rep));
+  }
+  Verdict v = judge_outputs(r.outputs);
+  if ((v.status == Status::Mismatch || v.status == Status::Nan) && w.has_gold())
+    attribute(w, options, ref_out, target_by_name, dtype, tols, r, v, warnings);
+  apply_fallback(warnings.target(), v);
+  r.status = v.status;
+  r.message = v.message;
+  if (r.nondeterministic)
+    r.message += std::string(r.message.empty() ? "" : "; ") +
+                 "the CPU reference differs from itself between runs: that output's tolerance widened to twice its spread";
+  if (w.kind() == Kind::Model && (r.status == Status::Mismatch || r.status == Status::Nan)) {
+    warnings.set_side(Side::Reference);
+    localise(w, options, device, dtype, tol, r);
+  }
+}
+
+CaseResult execute_case_inner(const RegisteredWorkload& rw, const ExecuteOptions& options, WarningRecorder& warnings) {
   const Workload& w = *rw.workload;
   CaseResult r;
-  r.id = w.id();
-  r.kind = w.kind() == Kind::Op ? "op" : "model";
-  r.tags = w.tags();
-  r.plugin = rw.plugin ? rw.plugin->name : "";
-  r.target = options.target.str();
+  identify(r, rw, options.target);
   const c10::ScalarType dtype = target_dtype_for(w, options.target);
   r.dtype = c10::toString(dtype);
   const Tolerance tol = tolerance_for(w.family(), dtype);
@@ -213,6 +347,7 @@ CaseResult execute_case_inner(const RegisteredWorkload& rw, const ExecuteOptions
   // Reference: CPU float32.
   std::unique_ptr<Instance> ref;
   Outputs ref_out;
+  warnings.set_side(Side::Reference);
   try {
     ref = w.instantiate(options.setup, Placement{c10::Device(c10::kCPU), c10::kFloat, Side::Reference});
     ref_out = ref->run();
@@ -232,6 +367,7 @@ CaseResult execute_case_inner(const RegisteredWorkload& rw, const ExecuteOptions
   const c10::Device device = to_device(options.target);
   std::unique_ptr<Instance> tgt;
   Outputs tgt_out;
+  warnings.set_side(Side::Target);
   try {
     tgt = w.instantiate(options.setup, Placement{device, dtype, Side::Target});
     tgt_out = tgt->run();
@@ -242,47 +378,16 @@ CaseResult execute_case_inner(const RegisteredWorkload& rw, const ExecuteOptions
     return r;
   }
 
-  // Determinism: a reference that differs from itself must not be blamed on the target.
-  Tolerance case_tol = tol;
-  if (!w.is_random()) {
-    try {
-      const auto again = by_name(ref->run());
-      double spread = 0;
-      for (const auto& o : ref_out) {
-        auto it = again.find(o.name);
-        if (it == again.end() || !o.value.defined() || !it->second.defined()) continue;
-        const OutputReport d = compare_tensors(o.name, o.value, it->second, Tolerance{0, 0});
-        if (!d.ok) spread = std::max(spread, std::isfinite(d.max_abs) ? d.max_abs : 0.0);
-      }
-      if (spread > 0) {
-        r.nondeterministic = true;
-        case_tol.atol = std::max(case_tol.atol, 2 * spread);
-        r.atol = case_tol.atol;
-      }
-    } catch (...) {
-    }
-  }
-
-  // Compare every reference output with the target output of the same name.
   const auto compare_start = Clock::now();
-  auto target_by_name = by_name(tgt_out);
-  for (const auto& o : ref_out) {
-    auto it = target_by_name.find(o.name);
-    const at::Tensor t = it == target_by_name.end() ? at::Tensor() : it->second;
-    OutputReport rep = compare_tensors(o.name, o.value, t, case_tol);
-    if (it == target_by_name.end()) rep.note = "the target did not produce this output";
-    r.outputs.push_back(std::move(rep));
+  try {
+    judge_case(w, options, *ref, ref_out, tgt_out, device, dtype, tol, warnings, r);
+  } catch (...) {
+    // Comparison, gold and localisation run after the target: their failure is not the target's.
+    r.status = Status::Error;
+    r.message = "mpscheck failed while comparing the results: " + exception_text(std::current_exception());
   }
-  Verdict v = judge_outputs(r.outputs);
-  if ((v.status == Status::Mismatch || v.status == Status::Nan) && w.has_gold()) attribute(w, options, ref_out, target_by_name, dtype, case_tol, r, v);
-  r.status = v.status;
-  r.message = v.message;
-  if (r.nondeterministic)
-    r.message += std::string(r.message.empty() ? "" : "; ") +
-                 "the CPU reference differs from itself between runs: tolerance widened to twice that spread";
-  if (w.kind() == Kind::Model && (r.status == Status::Mismatch || r.status == Status::Nan))
-    localise(w, options, device, dtype, case_tol, r);
   r.compare_s = seconds_since(compare_start);
+  warnings.pause();
 
   // Time only cases whose results are right: the speed of a wrong answer means nothing.
   if (r.status == Status::Pass && options.min_time_s > 0) {

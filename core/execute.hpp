@@ -13,7 +13,13 @@ struct ExecuteOptions {
   double min_time_s = 0.2;  // timing budget per side; 0 skips timing
 };
 
+// Never throws: whatever goes wrong after the target ran (comparison, gold, localisation) is the
+// case's `error`, with the message.
 CaseResult execute_case(const RegisteredWorkload& w, const ExecuteOptions& options);
+
+// The one place a result gets its identity (id, kind, tags, plugin, target): fills what is empty,
+// for results made in the worker and for those the host makes itself (crash, timeout).
+void identify(CaseResult& r, const RegisteredWorkload& w, const TargetSpec& target);
 
 // The dtype the target computes in for workload `w` (the case's own reduced dtype, else the
 // target's dtype policy).

@@ -1,19 +1,32 @@
 #include "core/result.hpp"
 
+#include "reports/escape.hpp"
+
 #include <limits>
 #include <stdexcept>
 
 namespace mpscheck {
 
 namespace {
-constexpr const char* kStatusNames[] = {"pass",  "mismatch", "nan",     "unsupported",
-                                        "error", "crash",    "timeout", "skip"};
+constexpr const char* kStatusNames[] = {"pass",  "mismatch", "nan",     "unsupported", "error",
+                                        "crash", "timeout",  "skip",    "fallback"};
+constexpr int kStatusCount = sizeof(kStatusNames) / sizeof(kStatusNames[0]);
+
+// Strings in a result come from plugins and exceptions: made valid UTF-8 here, so that no JSON
+// writer (nlohmann's dump() throws on invalid bytes) can fail on them.
+std::string text(const std::string& s) { return valid_utf8(s); }
+std::vector<std::string> texts(const std::vector<std::string>& v) {
+  std::vector<std::string> out;
+  out.reserve(v.size());
+  for (const auto& s : v) out.push_back(valid_utf8(s));
+  return out;
+}
 }
 
 const char* to_string(Status s) { return kStatusNames[static_cast<int>(s)]; }
 
 Status status_from_string(const std::string& s) {
-  for (int i = 0; i < 8; ++i)
+  for (int i = 0; i < kStatusCount; ++i)
     if (s == kStatusNames[i]) return static_cast<Status>(i);
   throw std::invalid_argument("unknown status '" + s + "'");
 }
@@ -21,7 +34,7 @@ Status status_from_string(const std::string& s) {
 bool is_finding(Status s) { return s != Status::Pass && s != Status::Skip; }
 
 void to_json(nlohmann::json& j, const OutputReport& o) {
-  j = {{"name", o.name},
+  j = {{"name", text(o.name)},
        {"shape", o.shape},
        {"reference_dtype", o.reference_dtype},
        {"target_dtype", o.target_dtype},
@@ -37,7 +50,8 @@ void to_json(nlohmann::json& j, const OutputReport& o) {
        {"nan_target", o.nan_target},
        {"inf_target", o.inf_target},
        {"ok", o.ok}};
-  if (!o.note.empty()) j["note"] = o.note;
+  if (!o.note.empty()) j["note"] = text(o.note);
+  if (!o.rule.empty()) j["rule"] = o.rule;
   if (o.rmse_reference >= 0) {
     j["rmse_reference_vs_gold"] = o.rmse_reference;
     j["rmse_target_vs_gold"] = o.rmse_target;
@@ -67,6 +81,7 @@ void from_json(const nlohmann::json& j, OutputReport& o) {
   o.inf_target = j.value("inf_target", std::int64_t{0});
   o.ok = j.value("ok", true);
   o.note = j.value("note", "");
+  o.rule = j.value("rule", "");
   if (j.contains("rmse_reference_vs_gold") && !j.at("rmse_reference_vs_gold").is_null()) {
     o.rmse_reference = j.at("rmse_reference_vs_gold").get<double>();
     o.rmse_target = num("rmse_target_vs_gold");
@@ -86,22 +101,23 @@ void from_json(const nlohmann::json& j, TimingStats& t) {
 }
 
 void to_json(nlohmann::json& j, const CaseResult& r) {
-  j = {{"id", r.id},         {"kind", r.kind},     {"tags", r.tags},       {"plugin", r.plugin},
-       {"status", to_string(r.status)},            {"message", r.message}, {"target", r.target},
+  j = {{"id", text(r.id)},   {"kind", r.kind},     {"tags", texts(r.tags)}, {"plugin", text(r.plugin)},
+       {"status", to_string(r.status)},            {"message", text(r.message)}, {"target", text(r.target)},
        {"dtype", r.dtype},   {"rtol", r.rtol},     {"atol", r.atol},       {"outputs", r.outputs},
        {"speedup", r.speedup}, {"speed_class", r.speed_class},            {"wall_s", r.wall_s},
        {"worker_s", r.worker_s}, {"compare_s", r.compare_s},              {"attribution", r.attribution},
-       {"nondeterministic", r.nondeterministic}, {"recommendation", r.recommendation}, {"reason", r.reason}};
+       {"nondeterministic", r.nondeterministic}, {"recommendation", r.recommendation}, {"reason", text(r.reason)}};
+  if (!r.warnings.empty()) j["warnings"] = texts(r.warnings);
   j["reference_time"] = r.reference_time ? nlohmann::json(*r.reference_time) : nlohmann::json();
   j["target_time"] = r.target_time ? nlohmann::json(*r.target_time) : nlohmann::json();
   if (!r.signal.empty()) j["signal"] = r.signal;
   if (r.expected || r.unexpected_pass) {
     j["expected"] = r.expected;
     j["unexpected_pass"] = r.unexpected_pass;
-    j["expectation"] = r.expectation;
+    j["expectation"] = text(r.expectation);
   }
   if (!r.first_diverging_layer.empty()) {
-    j["first_diverging_layer"] = r.first_diverging_layer;
+    j["first_diverging_layer"] = text(r.first_diverging_layer);
     if (r.layer) j["layer"] = *r.layer;
   }
 }
@@ -130,6 +146,7 @@ void from_json(const nlohmann::json& j, CaseResult& r) {
   r.compare_s = j.value("compare_s", 0.0);
   r.attribution = j.value("attribution", "");
   r.nondeterministic = j.value("nondeterministic", false);
+  r.warnings = j.value("warnings", std::vector<std::string>{});
   r.recommendation = j.value("recommendation", "");
   r.reason = j.value("reason", "");
   r.first_diverging_layer = j.value("first_diverging_layer", "");

@@ -11,11 +11,13 @@
 
 namespace mpscheck {
 
-enum class Status { Pass, Mismatch, Nan, Unsupported, Error, Crash, Timeout, Skip };
+// Fallback is last so the numbering of the older statuses stays as it was.
+enum class Status { Pass, Mismatch, Nan, Unsupported, Error, Crash, Timeout, Skip, Fallback };
 
 const char* to_string(Status s);
 Status status_from_string(const std::string& s);  // throws std::invalid_argument
-// A finding is anything a user must look at: every status except pass and skip.
+// A finding is anything a user must look at: every status except pass and skip (a fallback is
+// one: the target did not run the op).
 bool is_finding(Status s);
 
 // Comparison figures for one named output.
@@ -31,6 +33,9 @@ struct OutputReport {
   std::int64_t nan_reference = 0, inf_reference = 0, nan_target = 0, inf_target = 0;
   bool ok = true;
   std::string note;  // shape/dtype disagreements, statistics used, ...
+  // How the output was judged when not by the plain tolerance: "exact" (integer/bool),
+  // "index" (checked by what it points at), "statistics" (sampling error); empty otherwise.
+  std::string rule;
   // Attribution against a CPU float64 gold run (only where it decided something; else < 0).
   double rmse_reference = -1, rmse_target = -1;
 };
@@ -63,6 +68,8 @@ struct CaseResult {
   // gold run agrees with the target); empty when no gold run was needed.
   std::string attribution;
   bool nondeterministic = false;  // the reference differed from itself between two runs
+  // Every LibTorch warning raised while the case ran (reference, target, gold), deduplicated.
+  std::vector<std::string> warnings;
   // Model cases that fail: the first named layer whose output diverges, with its figures.
   std::string first_diverging_layer;
   std::optional<OutputReport> layer;

@@ -82,7 +82,7 @@ std::vector<Expectation> parse_expectations(const std::string& text, const std::
         try {
           s = status_from_string(st);
         } catch (const std::invalid_argument&) {
-          throw fail(fmt::format("unknown status '{}' (use mismatch, nan, unsupported, error, crash, timeout or *)", st));
+          throw fail(fmt::format("unknown status '{}' (use mismatch, nan, unsupported, fallback, error, crash, timeout or *)", st));
         }
         if (!is_finding(s)) throw fail(fmt::format("'{}' is not a failure status", st));
         e.statuses.push_back(st);

@@ -37,7 +37,8 @@ std::vector<Expectation> load_expectations(const std::string& path);
 void apply_expectations(const std::vector<Expectation>& expectations, const nlohmann::json& environment,
                         const std::string& target, std::vector<CaseResult>& cases);
 
-// Whether a finished run should fail: an unexpected finding or an unexpected pass.
+// Whether a finished run (or a merge of shard reports) should fail: an unexpected finding or an
+// unexpected pass. The one exit-code rule for both.
 bool has_unexpected(const std::vector<CaseResult>& cases);
 
 // "1.13.0" < "2.1" etc.; missing parts count as zero.

@@ -66,6 +66,12 @@ std::string render_bug_report(const std::string& case_id, const CaseResult* r, c
     md += "\n";
   }
 
+  if (r && !r->warnings.empty()) {
+    md += "LibTorch warnings raised during the case:\n\n";
+    for (const auto& w : r->warnings) md += "- " + cell(w) + "\n";
+    md += "\n";
+  }
+
   md += "### Versions\n\n```\n";
   for (const auto& [key, value] : env.items()) {
     if (key == "parallel") continue;

@@ -19,7 +19,7 @@ constexpr std::size_t kErrorRowsMax = 50;    // rows of the error chart
 constexpr std::size_t kCellCasesListed = 12;  // case ids listed in one coverage tooltip
 
 constexpr const char* kStyle = R"css(
-:root{--pass:#2e7d32;--skip:#9e9e9e;--unsupported:#f9a825;--error:#ef6c00;--mismatch:#d32f2f;--nan:#ad1457;
+:root{--pass:#2e7d32;--fallback:#6d4c41;--skip:#9e9e9e;--unsupported:#f9a825;--error:#ef6c00;--mismatch:#d32f2f;--nan:#ad1457;
 --timeout:#6d4c41;--crash:#4a148c;--faster:#2e7d32;--slower:#c62828;--similar:#90a4ae;--ink:#1f2328;--muted:#59636e;
 --line:#d0d7de;--bg:#f6f8fa}
 *{box-sizing:border-box}
@@ -37,7 +37,7 @@ table.sortable th[aria-sort=ascending]::after{content:" \2191";color:var(--ink)}
 table.sortable th[aria-sort=descending]::after{content:" \2193";color:var(--ink)}
 .st{display:inline-block;padding:1px 7px;border-radius:10px;color:#fff;font-size:12px;font-weight:600}
 .st.s-unsupported{color:#1f2328}
-.s-pass{background:var(--pass)}.s-skip{background:var(--skip)}.s-unsupported{background:var(--unsupported)}
+.s-pass{background:var(--pass)}.s-fallback{background:var(--fallback)}.s-skip{background:var(--skip)}.s-unsupported{background:var(--unsupported)}
 .s-error{background:var(--error)}.s-mismatch{background:var(--mismatch)}.s-nan{background:var(--nan)}
 .s-timeout{background:var(--timeout)}.s-crash{background:var(--crash)}
 .totals{display:flex;flex-wrap:wrap;gap:8px}.totals .st{font-size:14px;padding:4px 12px;border-radius:6px}
@@ -47,7 +47,7 @@ svg{display:block;margin:8px 0;max-width:100%;height:auto}svg text{font:11px -ap
 fill:var(--ink)}svg .grid{stroke:#e5e8eb}svg .one{stroke:var(--ink);stroke-width:1.5}
 svg .spread{stroke:#57606a;stroke-width:1;fill:none}
 svg .faster{fill:var(--faster)}svg .s-pass{fill:var(--pass)}svg .s-skip{fill:var(--skip)}
-svg .s-unsupported{fill:var(--unsupported)}svg .s-error{fill:var(--error)}svg .s-mismatch{fill:var(--mismatch)}
+svg .s-unsupported{fill:var(--unsupported)}svg .s-fallback{fill:var(--fallback)}svg .s-error{fill:var(--error)}svg .s-mismatch{fill:var(--mismatch)}
 svg .s-nan{fill:var(--nan)}svg .s-timeout{fill:var(--timeout)}svg .s-crash{fill:var(--crash)}svg .slower{fill:var(--slower)}svg .similar{fill:var(--similar)}
 table.matrix td,table.matrix th{text-align:center;padding:3px 6px;font-size:12px}table.matrix th.op{text-align:left;
 font-family:ui-monospace,Menlo,Consolas,monospace;font-weight:400}table.matrix td.cell{color:#fff;min-width:52px}
@@ -79,7 +79,7 @@ document.querySelectorAll('table.sortable').forEach(function(table){
 )js";
 
 const Status kStatusOrder[] = {Status::Crash,       Status::Timeout, Status::Nan,  Status::Mismatch,
-                               Status::Error,       Status::Unsupported, Status::Pass, Status::Skip};
+                               Status::Error,       Status::Unsupported, Status::Fallback, Status::Pass, Status::Skip};
 
 std::string status_pill(Status s) { return fmt::format(R"(<span class="st s-{0}">{0}</span>)", to_string(s)); }
 

@@ -33,12 +33,13 @@ int severity(Status s) {
   switch (s) {
     case Status::Skip: return 0;
     case Status::Pass: return 1;
-    case Status::Unsupported: return 2;
-    case Status::Error: return 3;
-    case Status::Mismatch: return 4;
-    case Status::Nan: return 5;
-    case Status::Timeout: return 6;
-    case Status::Crash: return 7;
+    case Status::Fallback: return 2;
+    case Status::Unsupported: return 3;
+    case Status::Error: return 4;
+    case Status::Mismatch: return 5;
+    case Status::Nan: return 6;
+    case Status::Timeout: return 7;
+    case Status::Crash: return 8;
   }
   return 0;
 }

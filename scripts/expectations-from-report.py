@@ -19,8 +19,11 @@ def reason(case):
         return f"no CPU {kernel.group(2)} kernel for {kernel.group(1)}"
     if status == "unsupported":
         return "unsupported: " + msg[:120]
-    if case.get("attribution") == "target":
-        return f"{status}: the CPU {case.get('dtype', '')} kernel itself is further from float64 than float32 is ({msg[:100]})"
+    where = re.match(r"([^:]+): (\d+ of \d+) elements", msg)
+    rmse = re.search(r"target's RMSE is (\S+), float32's (\S+):", msg)
+    if case.get("attribution") == "target" and where and rmse:
+        return (f"{where.group(1)}: {where.group(2)} elements off; against float64 the {case.get('dtype', '')} "
+                f"kernel's RMSE is {rmse.group(1)}, float32's {rmse.group(2).rstrip(',;')}")
     return f"{status}: {msg[:140]}"
 
 

@@ -18,6 +18,7 @@
 #include <ATen/CPUGeneratorImpl.h>
 #include <ATen/core/grad_mode.h>
 
+#include <cmath>
 #include <functional>
 #include <sstream>
 #include <stdexcept>
@@ -100,6 +101,16 @@ struct Arg {
   Arg& of(c10::ScalarType t) { dtype = t; return *this; }
 };
 
+// An output of the op that is an index into a tensor (argmax, sort's indices, topk): ambiguous
+// under ties, so mpscheck checks what it selects from `source(args)` along `dim` (or from the
+// flattened tensor, `flat`), not the index itself.
+struct IndexOf {
+  int output = 1;
+  std::function<at::Tensor(const Tensors&)> source;
+  int64_t dim = -1;
+  bool flat = false;
+};
+
 struct OpDef {
   std::string family;  // "conv", "activation", ...: the plugin's family, second part of the id
   std::string op;      // "conv2d"
@@ -109,6 +120,10 @@ struct OpDef {
   bool differentiable = true;  // add a backward case for floating dtypes
   std::string tolerance;       // tolerance family (checks/tolerance.cpp); empty = family
   std::vector<std::string> tags;
+  std::vector<IndexOf> indices;  // index outputs, checked by meaning (forward cases)
+  // Random ops: fn returns {statistics, their standard errors}; the errors travel with the
+  // statistics (Output::standard_error) and are not compared themselves.
+  bool statistics = false;
 };
 
 // A layout variant: its name (last part of the id) and what it does to the args.
@@ -295,6 +310,35 @@ inline std::string python_draw(const Arg& a, c10::ScalarType case_dtype) {
   return {};
 }
 
+// Statistics of a random sample with their standard errors, for OpDef::statistics: done() gives
+// the {statistics, standard errors} pair such an op returns. Samples are 1-d float tensors.
+struct SampleStats {
+  Tensors values, errors;
+  // The mean of a per-sample quantity q: standard error std(q) / sqrt(n).
+  SampleStats& mean(const at::Tensor& q) { return with_error(q.mean(), q); }
+  // A statistic whose error is that of the mean of q (var() with q = (x - mean)^2, ...).
+  SampleStats& with_error(const at::Tensor& value, const at::Tensor& q) {
+    values.push_back(value.reshape({}));
+    errors.push_back((q.std() / std::sqrt(static_cast<double>(q.numel()))).reshape({}).to(value.scalar_type()));
+    return *this;
+  }
+  // Fractions p of n independent draws (histogram bins): standard errors sqrt(p (1 - p) / n).
+  SampleStats& fractions(const at::Tensor& p, int64_t n) {
+    for (const at::Tensor& v : p.reshape({-1}).unbind()) {
+      values.push_back(v);
+      errors.push_back(at::sqrt(v * (1 - v) / static_cast<double>(n)));
+    }
+    return *this;
+  }
+  // A statistic with a known sampling error (an extreme of n uniform draws: about 1/n; 0: exact).
+  SampleStats& known(const at::Tensor& value, double error) {
+    values.push_back(value.reshape({}));
+    errors.push_back(at::full({}, error, value.options()));
+    return *this;
+  }
+  Tensors done() const { return {at::stack(values), at::stack(errors)}; }
+};
+
 // ----- the workload -----
 
 class OpWorkload final : public Workload {
@@ -357,8 +401,21 @@ class OpInstance final : public Instance {
     Tensors outs = forward();
     Outputs result;
     if (!w_.backward()) {
+      const OpDef& def = w_.def();
+      if (def.statistics && outs.size() == 2) {
+        Output o{"out", outs[0].detach()};
+        o.standard_error = outs[1].detach();
+        return {o};
+      }
       for (size_t i = 0; i < outs.size(); ++i)
         result.push_back({outs.size() == 1 ? "out" : "out" + std::to_string(i), outs[i].detach()});
+      for (const IndexOf& ix : def.indices) {
+        if (ix.output < 0 || static_cast<size_t>(ix.output) >= result.size() || !ix.source) continue;
+        at::NoGradGuard no_grad;
+        result[ix.output].indexes_into = ix.source(views_).detach();
+        result[ix.output].index_dim = ix.dim;
+        result[ix.output].index_flat = ix.flat;
+      }
       return result;
     }
     backward(outs);

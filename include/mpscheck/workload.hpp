@@ -41,6 +41,16 @@ struct Setup {
 struct Output {
   std::string name;
   at::Tensor value;
+  // An index output whose value is ambiguous under ties (argmax, sort's indices, topk): the
+  // tensor it indexes into on this side, along `index_dim` (or flattened, `index_flat`). mpscheck
+  // then checks it by meaning: the target's index must select a value equal to the one the
+  // reference's index selects.
+  at::Tensor indexes_into;
+  std::int64_t index_dim = -1;
+  bool index_flat = false;
+  // A statistic of a random sample: the standard error of each element at this sample size.
+  // mpscheck then allows kStatisticSigmas of them (checks/verdict.hpp), not a fixed tolerance.
+  at::Tensor standard_error;
 };
 using Outputs = std::vector<Output>;
 

@@ -14,7 +14,8 @@ class FaultRun : public ::testing::Test {
     // Healthy real ops sort before and after the faults (op/activation < op/faults < op/shape).
     result_ = new CommandResult(run_mpscheck({"--filter", "op/faults/|op/activation/gelu/f32/contiguous|op/shape/cat/f32/contiguous",
                                               "--plugin-dir", test_plugins_dir(), "--target", "cpu", "--quick",
-                                              "--timeout", "5", "--min-time", "0.02"},
+                                              "--timeout", "5", "--min-time", "0.02", "--junit", "r.xml",
+                                              "--markdown", "r.md", "--html", "r.html"},
                                              *dir_));
     report_ = new nlohmann::json(read_json_file(*dir_ + "/mpscheck-report/report.json"));
     cases_ = new std::map<std::string, nlohmann::json>(cases_by_id(*report_));
@@ -40,9 +41,10 @@ std::map<std::string, nlohmann::json>* FaultRun::cases_;
 TEST_F(FaultRun, ExitsOneBecauseOfFindings) { EXPECT_EQ(result_->exit_code, 1) << result_->err; }
 
 TEST_F(FaultRun, ReportHasEveryCase) {
-  // Ten planted faults, the planted catalog op (2 layouts x forward/backward), four healthy ops.
-  EXPECT_EQ(cases_->size(), 10u + 4u + 4u);
-  EXPECT_EQ((*report_)["summary"]["total"], 18);
+  // Ten planted faults, the planted catalog op (2 layouts x forward/backward), twelve planted
+  // verdict cases, four healthy ops.
+  EXPECT_EQ(cases_->size(), 10u + 4u + 12u + 4u);
+  EXPECT_EQ((*report_)["summary"]["total"], 30);
 }
 
 TEST_F(FaultRun, CrashesNameTheirSignal) {
@@ -113,7 +115,128 @@ TEST_F(FaultRun, HealthyCasesAroundTheFaultsPass) {
 
 TEST_F(FaultRun, JournalHasOneLinePerCaseAfterItsHeader) {
   const std::string journal = read_text_file(*dir_ + "/mpscheck-report/journal.jsonl");
-  EXPECT_EQ(std::count(journal.begin(), journal.end(), '\n'), 1 + 18);
+  EXPECT_EQ(std::count(journal.begin(), journal.end(), '\n'), 1 + 30);
+}
+
+// ---- planted wrong results that a looser verdict called correct (plugins/faults/planted_verdicts.cpp)
+
+// One element in 65,536 off by 1.0 (and by 100 bfloat16 ulps) under float16/bfloat16: the RMSE
+// rule alone forgave it; the per-element rule against float64 names it.
+TEST_F(FaultRun, OneLocalisedWrongElementIsAMismatchNamingIt) {
+  for (const char* id : {"op/faults/localised/bf16", "op/faults/localised/f16", "op/faults/localised_100ulp/bf16"}) {
+    SCOPED_TRACE(id);
+    const auto& c = at(id);
+    EXPECT_EQ(c["status"], "mismatch") << c["message"];
+    EXPECT_EQ(c["attribution"], "target");
+    EXPECT_EQ(c["outputs"][0]["mismatches"], 1);
+    EXPECT_EQ(c["outputs"][0]["first_mismatch"], 3 * 256 + 5);
+    const std::string m = c["message"];
+    EXPECT_NE(m.find("1 of out's elements are off by more than float32 and the dtype's rounding allow, first at [3, 5]"),
+              std::string::npos) << m;
+  }
+}
+
+TEST_F(FaultRun, IntegerOutputsAreExactWhateverTheComputeDtype) {
+  const auto& c = at("op/faults/index_off_by_one/bf16");
+  EXPECT_EQ(c["status"], "mismatch") << c["message"];
+  EXPECT_EQ(c["outputs"][0]["rule"], "exact");
+  EXPECT_EQ(c["outputs"][0]["first_mismatch"], 4095);
+  EXPECT_EQ(c["attribution"], "target");
+}
+
+TEST_F(FaultRun, OutputDtypeIsPartOfTheResult) {
+  const auto& c = at("op/faults/int32_for_int64");
+  EXPECT_EQ(c["status"], "mismatch") << c["message"];
+  EXPECT_EQ(c["outputs"][0]["mismatches"], 0);  // equal values: only the dtype is wrong
+  EXPECT_NE(c["message"].get<std::string>().find("dtype differs: reference Long vs target Int"), std::string::npos)
+      << c["message"];
+}
+
+TEST_F(FaultRun, ComplexOutputsCompareBothParts) {
+  const auto& c = at("op/faults/complex");
+  EXPECT_EQ(c["status"], "mismatch") << c["message"];
+  EXPECT_EQ(c["outputs"][0]["first_mismatch"], 9);
+  EXPECT_NEAR(c["outputs"][0]["max_abs"].get<double>(), 0.5, 1e-6);
+  EXPECT_EQ(c["outputs"][0]["rule"], "complex");
+}
+
+TEST_F(FaultRun, ANonFiniteBaselineElementExcusesNothingElsewhere) {
+  const auto& c = at("op/faults/nonfinite_baseline");
+  EXPECT_EQ(c["status"], "mismatch") << c["message"];
+  EXPECT_EQ(c["attribution"], "target");
+  EXPECT_EQ(c["outputs"][0]["first_mismatch"], 7);
+  EXPECT_NE(c["message"].get<std::string>().find("first at [7]"), std::string::npos) << c["message"];
+}
+
+// The reference differs from itself in one output only: only that output's tolerance widens.
+TEST_F(FaultRun, NondeterminismWidensOnlyTheOutputThatDiffered) {
+  const auto& c = at("op/faults/nondeterministic_other_output");
+  EXPECT_EQ(c["status"], "mismatch") << c["message"];
+  EXPECT_TRUE(c["nondeterministic"].get<bool>());
+  EXPECT_EQ(c["outputs"][0]["name"], "noisy");
+  EXPECT_TRUE(c["outputs"][0]["ok"].get<bool>());
+  EXPECT_EQ(c["outputs"][1]["name"], "out");
+  EXPECT_EQ(c["outputs"][1]["first_mismatch"], 3);
+}
+
+TEST_F(FaultRun, BiasedGeneratorFailsByItsStandardError) {
+  const auto& biased = at("op/faults/bernoulli_biased");
+  EXPECT_EQ(biased["status"], "mismatch") << biased["message"];
+  EXPECT_EQ(biased["outputs"][0]["rule"], "statistics");
+  EXPECT_EQ(biased["outputs"][0]["first_mismatch"], 0);  // the mean: 0.31 against 0.3
+  EXPECT_NE(biased["message"].get<std::string>().find("standard errors"), std::string::npos) << biased["message"];
+  EXPECT_EQ(at("op/faults/bernoulli_fair")["status"], "pass") << at("op/faults/bernoulli_fair")["message"];
+}
+
+TEST_F(FaultRun, CpuFallbackWarningIsAFallbackNotAPass) {
+  const auto& c = at("op/faults/fallback");
+  EXPECT_EQ(c["status"], "fallback") << c["message"];
+  EXPECT_NE(c["message"].get<std::string>().find("aten::planted_op"), std::string::npos) << c["message"];
+  EXPECT_TRUE(c["target_time"].is_null()) << "a CPU fallback's time is not the target's";
+  EXPECT_EQ(c["speedup"], 0.0);
+  EXPECT_EQ(c["recommendation"], "keep on CPU");
+  bool recorded = false;
+  for (const auto& w : c["warnings"]) recorded |= w.get<std::string>().rfind("target: The operator 'aten::planted_op'", 0) == 0;
+  EXPECT_TRUE(recorded) << c["warnings"];
+  EXPECT_EQ((*report_)["summary"]["fallback"], 1) << (*report_)["summary"];
+  EXPECT_NE(result_->out.find("fallback"), std::string::npos);
+  const std::string junit = read_text_file(*dir_ + "/r.xml");
+  EXPECT_NE(junit.find("<property name=\"verdict\" value=\"fallback\"/>"), std::string::npos);
+  EXPECT_NE(read_text_file(*dir_ + "/r.md").find("| fallback | 1 |"), std::string::npos);
+  EXPECT_NE(read_text_file(*dir_ + "/r.html").find("s-fallback"), std::string::npos);
+}
+
+namespace {
+bool valid_utf8_bytes(const std::string& s) {
+  size_t i = 0;
+  while (i < s.size()) {
+    const unsigned char b = s[i];
+    const int n = b < 0x80 ? 0 : (b >> 5) == 6 ? 1 : (b >> 4) == 14 ? 2 : (b >> 3) == 30 ? 3 : -1;
+    if (n < 0 || (n == 1 && b < 0xC2) || i + n >= s.size() + (n == 0 ? 1 : 0)) return false;
+    for (int k = 1; k <= n; ++k)
+      if ((static_cast<unsigned char>(s[i + k]) & 0xC0) != 0x80) return false;
+    i += n + 1;
+  }
+  return true;
+}
+}  // namespace
+
+// Invalid bytes and an over-long multi-byte message go worker -> journal -> every report: the
+// case is an `error` with a valid, shortened message, and every file stays valid UTF-8.
+TEST_F(FaultRun, InvalidUtf8AndOverlongMessagesStayValidEverywhere) {
+  const auto& c = at("op/faults/bad_utf8");
+  EXPECT_EQ(c["status"], "error") << c["message"];
+  const std::string m = c["message"];
+  EXPECT_EQ(m.rfind("planted failure with invalid bytes \xEF\xBF\xBD", 0), 0u) << m;
+  EXPECT_EQ(m.substr(m.size() - 3), "\xE2\x80\xA6");  // cut, and says so with an ellipsis
+  EXPECT_LT(m.size(), 400u * 3);
+  EXPECT_NE(c["warnings"][0].get<std::string>().find("stray byte \xEF\xBF\xBD"), std::string::npos) << c["warnings"];
+  for (const char* file : {"mpscheck-report/journal.jsonl", "mpscheck-report/report.json", "r.xml", "r.md", "r.html"}) {
+    const std::string text = read_text_file(*dir_ + "/" + file);
+    EXPECT_TRUE(valid_utf8_bytes(text)) << file;
+    EXPECT_NE(text.find("op/faults/bad_utf8"), std::string::npos) << file;
+  }
+  EXPECT_TRUE(valid_utf8_bytes(result_->out));
 }
 
 }  // namespace

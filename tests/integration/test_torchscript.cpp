@@ -144,3 +144,36 @@ TEST_F(Exported, InputsThatDoNotFitTheModelExitTwoNamingWhy) {
     EXPECT_NE(r.err.find("the inputs do not fit the model"), std::string::npos) << r.err;
   }
 }
+
+// An op without a float16 CPU kernel inside a scripted model: the interpreter's error leads with
+// "The following operation failed in the TorchScript interpreter."; the cause line must survive,
+// so the case is classed unsupported rather than error.
+TEST_F(Exported, HalfKernelGapInsideAScriptedModelIsUnsupportedWithItsCause) {
+  const std::string dir = fresh_dir("ts-half-gap");
+  const auto r = run_mpscheck({"--model", model("half_gap.pt"), "--input", "float32[4,4]", "--target", "cpu:float16",
+                               "--quick", "--min-time", "0", "--json", "r.json"},
+                              dir);
+  ASSERT_EQ(r.exit_code, 1) << r.out << r.err;
+  const auto c = cases_by_id(read_json_file(dir + "/r.json")).at("model/torchscript/half_gap/infer");
+  EXPECT_EQ(c["status"], "unsupported") << c["message"];
+  EXPECT_NE(c["message"].get<std::string>().find("not implemented for 'Half'"), std::string::npos) << c["message"];
+}
+
+// The issue's own example: 2 * x for a 256x256 input, one element off by 1.0 in reduced precision.
+// The RMSE rule alone called it a pass ("float32 is the fragile side"); the per-element rule
+// names the element, on float16 and on bfloat16.
+TEST_F(Exported, OneWrongElementInReducedPrecisionIsAMismatchNamingIt) {
+  for (const char* target : {"cpu:bfloat16", "cpu:float16"}) {
+    SCOPED_TRACE(target);
+    const std::string dir = fresh_dir(std::string("ts-planted-") + (target + 4));
+    const auto r = run_mpscheck({"--model", model("planted_element.pt"), "--input", "float32[256,256]", "--target",
+                                 target, "--quick", "--min-time", "0", "--json", "r.json"},
+                                dir);
+    ASSERT_EQ(r.exit_code, 1) << r.out << r.err;
+    const auto c = cases_by_id(read_json_file(dir + "/r.json")).at("model/torchscript/planted_element/infer");
+    EXPECT_EQ(c["status"], "mismatch") << c["message"];
+    EXPECT_EQ(c["attribution"], "target");
+    EXPECT_EQ(c["outputs"][0]["first_mismatch"], 3 * 256 + 5);
+    EXPECT_NE(c["message"].get<std::string>().find("first at [3, 5]"), std::string::npos) << c["message"];
+  }
+}

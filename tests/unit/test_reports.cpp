@@ -1,4 +1,7 @@
+#include "checks/recommend.hpp"
+#include "reports/console.hpp"
 #include "reports/escape.hpp"
+#include "reports/report.hpp"
 #include "reports/writers.hpp"
 
 #include <gtest/gtest.h>
@@ -460,4 +463,38 @@ TEST(WriteTextReport, FailureNamesThePath) {
     EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos);
   }
   fs::remove(blocker);
+}
+
+// A CPU fallback is its own status in every report: counted, listed with the findings, never in
+// the speed table, and its recommendation is to keep the op on the CPU.
+TEST(FallbackStatus, EveryReportCountsIt) {
+  RunReport report;
+  report.run = {{"target", "mps"}};
+  CaseResult f = make_case("op/linalg/eigh/f32/contiguous/forward", Status::Fallback,
+                           "the target ran part of this on the CPU, so it is not a target result: The operator "
+                           "'aten::_linalg_eigh' is not currently supported on the MPS backend and will fall back");
+  f.warnings = {"target: The operator 'aten::_linalg_eigh' is not currently supported on the MPS backend"};
+  recommend(f);
+  CaseResult p = timed(make_case("op/conv/conv2d/f32/contiguous/forward", Status::Pass), 2.0);
+  recommend(p);
+  report.cases = {f, p};
+
+  EXPECT_EQ(report_to_json(report)["summary"]["fallback"], 1);
+  EXPECT_EQ(report_to_json(report)["cases"][0]["warnings"].size(), 1u);
+  const std::string junit = render_junit(report);
+  EXPECT_NE(junit.find(R"(<property name="verdict" value="fallback"/>)"), std::string::npos);
+  EXPECT_EQ(count_of(junit, "<failure"), 1);
+  const std::string md = render_markdown(report);
+  EXPECT_NE(md.find("| fallback | 1 |"), std::string::npos) << md;
+  EXPECT_NE(md.find("op/linalg/eigh"), std::string::npos);
+  EXPECT_NE(md.find("1 timed"), std::string::npos) << "only the pass is in the speed table";
+  const std::string html = render_html(report);
+  EXPECT_NE(html.find("s-fallback"), std::string::npos);
+  std::ostringstream console;
+  ConsoleReporter(console, false, false).summary(report, "r.json");
+  EXPECT_NE(console.str().find("fallback"), std::string::npos) << console.str();
+  EXPECT_NE(console.str().find("aten::_linalg_eigh"), std::string::npos) << console.str();
+  const auto classes = summarize_classes(report.cases);
+  EXPECT_EQ(classes.at("op/linalg").keep_on_cpu, 1);
+  EXPECT_EQ(classes.at("op/linalg").recommendation(), "keep on CPU");
 }

@@ -1,10 +1,13 @@
 // Attribution with a float64 gold run, recommendations and baseline warnings.
 #include "checks/compare.hpp"
+#include "checks/verdict.hpp"
 #include "checks/recommend.hpp"
+#include "checks/tolerance.hpp"
 #include "core/environment.hpp"
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <limits>
 
 using namespace mpscheck;
@@ -17,7 +20,7 @@ TEST(Attribution, TargetWorseThanFloat32Fails) {
   const at::Tensor g = gold_values();
   const at::Tensor ref = g + 1e-7;   // float32-sized error
   const at::Tensor tgt = g + 1e-3;   // far worse
-  const auto a = attribute_with_gold(g, ref, tgt, c10::kFloat, 1e-9);
+  const auto a = attribute_with_gold(g, ref, tgt, c10::kFloat, Tolerance{0, 1e-9});
   EXPECT_FALSE(a.target_ok);
   EXPECT_NEAR(a.rmse_target, 1e-3, 1e-9);
   EXPECT_NEAR(a.rmse_reference, 1e-7, 1e-12);
@@ -27,31 +30,31 @@ TEST(Attribution, Float32FragileAndTargetCloseToGoldPasses) {
   const at::Tensor g = gold_values();
   const at::Tensor ref = g + 1e-3;  // float32 itself is off (e.g. catastrophic cancellation)
   const at::Tensor tgt = g + 1.5e-3;
-  EXPECT_TRUE(attribute_with_gold(g, ref, tgt, c10::kFloat, 1e-9).target_ok);
-  EXPECT_FALSE(attribute_with_gold(g, ref, g + 3e-3, c10::kFloat, 1e-9).target_ok);  // beyond 2x
+  EXPECT_TRUE(attribute_with_gold(g, ref, tgt, c10::kFloat, Tolerance{0, 1e-9}).target_ok);
+  EXPECT_FALSE(attribute_with_gold(g, ref, g + 3e-3, c10::kFloat, Tolerance{0, 1e-9}).target_ok);  // beyond 2x
 }
 
 TEST(Attribution, ReducedPrecisionIsJudgedAgainstWhatItsDtypeDelivers) {
   const at::Tensor g = gold_values();
   const at::Tensor ref = g.to(at::kFloat).to(at::kDouble);
   const at::Tensor bf16 = g.to(at::kBFloat16).to(at::kDouble);  // just the dtype's rounding
-  EXPECT_FALSE(attribute_with_gold(g, ref, bf16, c10::kFloat, 1e-9).target_ok);  // as if float32
-  EXPECT_TRUE(attribute_with_gold(g, ref, bf16, c10::kBFloat16, 1e-9).target_ok);
-  EXPECT_FALSE(attribute_with_gold(g, ref, bf16 + 0.05, c10::kBFloat16, 1e-9).target_ok);
+  EXPECT_FALSE(attribute_with_gold(g, ref, bf16, c10::kFloat, Tolerance{0, 1e-9}).target_ok);  // as if float32
+  EXPECT_TRUE(attribute_with_gold(g, ref, bf16, c10::kBFloat16, Tolerance{0, 1e-9}).target_ok);
+  EXPECT_FALSE(attribute_with_gold(g, ref, bf16 + 0.05, c10::kBFloat16, Tolerance{0, 1e-9}).target_ok);
 }
 
 TEST(Attribution, NanInTheTargetWhereGoldIsFiniteFails) {
   const at::Tensor g = gold_values();
   at::Tensor tgt = g.clone();
   tgt[10] = std::numeric_limits<double>::quiet_NaN();
-  EXPECT_FALSE(attribute_with_gold(g, g, tgt, c10::kFloat, 1e-9).target_ok);
+  EXPECT_FALSE(attribute_with_gold(g, g, tgt, c10::kFloat, Tolerance{0, 1e-9}).target_ok);
 }
 
 TEST(Attribution, NanInTheReferenceOnlyBlamesFloat32) {
   const at::Tensor g = gold_values();
   at::Tensor ref = g.clone();
   ref[10] = std::numeric_limits<double>::infinity();
-  const auto a = attribute_with_gold(g, ref, g + 1e-9, c10::kFloat, 1e-9);
+  const auto a = attribute_with_gold(g, ref, g + 1e-10, c10::kFloat, Tolerance{0, 1e-9});
   EXPECT_TRUE(std::isinf(a.rmse_reference));
   EXPECT_TRUE(a.target_ok);
 }
@@ -60,17 +63,17 @@ TEST(Attribution, NanInGoldIsLeftOut) {
   at::Tensor g = gold_values();
   g[5] = std::numeric_limits<double>::quiet_NaN();
   at::Tensor ref = g + 1e-7, tgt = g + 1.5e-7;
-  EXPECT_TRUE(attribute_with_gold(g, ref, tgt, c10::kFloat, 1e-12).target_ok);
+  EXPECT_TRUE(attribute_with_gold(g, ref, tgt, c10::kFloat, Tolerance{0, 1e-12}).target_ok);
 }
 
 TEST(Attribution, WrongShapeIsTheTargetsFaultWithNoFigures) {
   // CPU bfloat16 conv_transpose3d in LibTorch 1.13 returns [1,4,2,3,3] for [1,4,7,9,9]: nothing
   // to take an RMSE of, so no figures may be reported, and the target is still not ok.
   const at::Tensor g = at::randn({1, 4, 7, 9, 9}, at::kDouble);
-  const auto a = attribute_with_gold(g, g.to(at::kFloat), at::zeros({1, 4, 2, 3, 3}), c10::kBFloat16, 1e-5);
+  const auto a = attribute_with_gold(g, g.to(at::kFloat), at::zeros({1, 4, 2, 3, 3}), c10::kBFloat16, Tolerance{0, 1e-5});
   EXPECT_FALSE(a.target_ok);
   EXPECT_FALSE(a.measured);
-  EXPECT_TRUE(attribute_with_gold(g, g, g, c10::kFloat, 1e-9).measured);
+  EXPECT_TRUE(attribute_with_gold(g, g, g, c10::kFloat, Tolerance{0, 1e-9}).measured);
 }
 
 TEST(Recommendation, FollowsStatusAndSpeed) {
@@ -109,6 +112,232 @@ TEST(Attribution, RoundedInputBaselineForgivesPropagatedRounding) {
   // A result whose inputs were rounded to bfloat16: its error is several times gold's own rounding.
   const at::Tensor rounded = g + 0.02 * at::sin(g * 37);
   const at::Tensor target = g + 0.03 * at::sin(g * 37 + 1);
-  EXPECT_FALSE(attribute_with_gold(g, ref, target, c10::kBFloat16, 1e-9).target_ok);
-  EXPECT_TRUE(attribute_with_gold(g, ref, target, c10::kBFloat16, 1e-9, rounded).target_ok);
+  EXPECT_FALSE(attribute_with_gold(g, ref, target, c10::kBFloat16, Tolerance{0, 1e-9}).target_ok);
+  EXPECT_TRUE(attribute_with_gold(g, ref, target, c10::kBFloat16, Tolerance{0, 1e-9}, rounded).target_ok);
+}
+
+// ---- the per-element rule (issue 10): an RMSE never clears one wrong element ----------------
+
+namespace {
+// 2 * x over 256x256 in float64, its float32 reference, and a reduced-precision target that is
+// the honest rounding of it, as a CPU float16/bfloat16 run gives.
+struct Doubled {
+  at::Tensor gold, reference, rounded, target;
+};
+Doubled doubled(c10::ScalarType dtype) {
+  at::manual_seed(1);
+  at::Tensor x = at::randn({256, 256}, at::kDouble);
+  x[3][5] = 1.5;  // where errors are planted: 100 bfloat16 ulps there (1.56) are outside any plain tolerance
+  const at::Tensor xr = x.to(dtype).to(at::kDouble);  // inputs rounded to the dtype
+  return {x * 2, (x.to(at::kFloat) * 2).to(at::kDouble), xr * 2, (xr * 2).to(dtype)};
+}
+}  // namespace
+
+TEST(Attribution, OneElementIn65536OffByOneIsCaughtAndNamed) {
+  for (const auto dtype : {c10::kBFloat16, c10::kHalf}) {
+    SCOPED_TRACE(c10::toString(dtype));
+    Doubled d = doubled(dtype);
+    const Tolerance tol = tolerance_for("model", dtype);
+    ASSERT_TRUE(attribute_with_gold(d.gold, d.reference, d.target, dtype, tol, d.rounded).target_ok);
+    d.target[3][5] += 1.0;
+    const auto a = attribute_with_gold(d.gold, d.reference, d.target, dtype, tol, d.rounded);
+    EXPECT_TRUE(a.rmse_ok) << "the RMSE rule alone dilutes it by sqrt(n): this is what used to pass";
+    EXPECT_FALSE(a.target_ok);
+    EXPECT_EQ(a.bad_elements, 1);
+    EXPECT_EQ(a.first_bad, 3 * 256 + 5);
+    EXPECT_DOUBLE_EQ(a.gold_value, d.gold[3][5].item<double>());
+  }
+}
+
+TEST(Attribution, OneElementOffBy100UlpIsCaught) {
+  Doubled d = doubled(c10::kBFloat16);
+  const double v = d.target[3][5].item<double>();
+  d.target[3][5] += 100 * std::ldexp(1.0, std::ilogb(std::abs(v)) - 7);
+  const auto a = attribute_with_gold(d.gold, d.reference, d.target, c10::kBFloat16, tolerance_for("model", c10::kBFloat16),
+                                     d.rounded);
+  EXPECT_FALSE(a.target_ok);
+  EXPECT_EQ(a.first_bad, 3 * 256 + 5);
+  // float32 target: 100 float32 ulps at one element of an elementwise op.
+  at::Tensor t = d.reference.clone();
+  const double r = t[7][7].item<double>();
+  t[7][7] += 100 * std::ldexp(1.0, std::ilogb(std::abs(r)) - 23);
+  const auto f = attribute_with_gold(d.gold, d.reference, t, c10::kFloat, Tolerance{0, 0});
+  EXPECT_FALSE(f.target_ok);
+  EXPECT_EQ(f.first_bad, 7 * 256 + 7);
+}
+
+TEST(Attribution, HonestReducedRoundingPassesEvenWithNoPlainTolerance) {
+  for (const auto dtype : {c10::kBFloat16, c10::kHalf}) {
+    const Doubled d = doubled(dtype);
+    // No plain tolerance at all: every element is judged by the float64 rule alone.
+    EXPECT_TRUE(attribute_with_gold(d.gold, d.reference, d.target, dtype, Tolerance{0, 0}, d.rounded).target_ok);
+    EXPECT_TRUE(attribute_with_gold(d.gold, d.reference, d.target, dtype, Tolerance{0, 0}).target_ok);
+  }
+}
+
+// float32 computed in another order (a GPU's blocking, a tree reduction) differs from the CPU's
+// float32 by about as much as float32 differs from float64: judged element by element with no
+// plain tolerance at all, it still passes.
+TEST(Attribution, Float32AccumulationOrderDifferencesPass) {
+  at::manual_seed(2);
+  const at::Tensor a = at::randn({64, 4096}, at::kDouble), b = at::randn({4096, 64}, at::kDouble);
+  const at::Tensor mm_gold = at::matmul(a, b);
+  const at::Tensor mm_ref = at::matmul(a.to(at::kFloat), b.to(at::kFloat));
+  const at::Tensor mm_tgt = at::matmul(a.flip(1).to(at::kFloat), b.flip(0).to(at::kFloat));
+  ASSERT_FALSE(at::equal(mm_ref, mm_tgt));
+  EXPECT_TRUE(attribute_with_gold(mm_gold, mm_ref, mm_tgt, c10::kFloat, Tolerance{0, 0}).target_ok);
+
+  const at::Tensor x = at::randn({8, 64, 16, 16}, at::kDouble), w = at::randn({32, 64, 3, 3}, at::kDouble);
+  const at::Tensor perm = at::randperm(64, at::kLong);
+  const at::Tensor cv_gold = at::conv2d(x, w);
+  const at::Tensor cv_ref = at::conv2d(x.to(at::kFloat), w.to(at::kFloat));
+  const at::Tensor cv_tgt = at::conv2d(x.index_select(1, perm).to(at::kFloat), w.index_select(1, perm).to(at::kFloat));
+  ASSERT_FALSE(at::equal(cv_ref, cv_tgt));
+  EXPECT_TRUE(attribute_with_gold(cv_gold, cv_ref, cv_tgt, c10::kFloat, Tolerance{0, 0}).target_ok);
+
+  const at::Tensor r = at::randn({256, 8192}, at::kDouble);
+  const at::Tensor sum_ref = r.to(at::kFloat).sum(-1);
+  const at::Tensor sum_tgt = r.to(at::kFloat).reshape({256, 64, 128}).sum(-1).sum(-1);  // a two-level tree
+  ASSERT_FALSE(at::equal(sum_ref, sum_tgt));
+  EXPECT_TRUE(attribute_with_gold(r.sum(-1), sum_ref, sum_tgt, c10::kFloat, Tolerance{0, 0}).target_ok);
+}
+
+// Catastrophic cancellation makes float32 the fragile side: the target that is closer to float64
+// passes, the per-element rule included.
+TEST(Attribution, Float32FragileStillPassesElementByElement) {
+  at::manual_seed(3);
+  const at::Tensor big = at::randn({4096}, at::kDouble) * 1e4;
+  const at::Tensor small = at::randn({4096}, at::kDouble);
+  const at::Tensor gold = (big + small) - big;  // = small in float64
+  const at::Tensor ref = ((big.to(at::kFloat) + small.to(at::kFloat)) - big.to(at::kFloat)).to(at::kDouble);
+  const at::Tensor tgt = small + (ref - small) * 0.5;  // half of float32's error at every element
+  const auto a = attribute_with_gold(gold, ref, tgt, c10::kFloat, tolerance_for("elementwise", c10::kFloat));
+  EXPECT_TRUE(a.target_ok);
+  EXPECT_EQ(a.bad_elements, 0);
+}
+
+// One non-finite element in the baseline (float32 overflows where float64 does not) used to make
+// the baseline RMSE infinite, and then every target value passed.
+TEST(Attribution, NonFiniteBaselineElementExcusesNoOtherElement) {
+  at::Tensor g = at::linspace(-2, 2, 1000, at::kDouble);
+  g[900] = 1e39;  // beyond float32
+  const at::Tensor ref = g.to(at::kFloat).to(at::kDouble);
+  ASSERT_TRUE(std::isinf(ref[900].item<double>()));
+  at::Tensor tgt = ref.clone();
+  tgt[7] += 0.25;
+  auto a = attribute_with_gold(g, ref, tgt, c10::kFloat, Tolerance{1.3e-6, 1e-5});
+  EXPECT_FALSE(a.target_ok);
+  EXPECT_EQ(a.first_bad, 7);
+  EXPECT_TRUE(std::isinf(a.rmse_reference));
+  // Without the planted error, the target that overflows exactly where float32 does is fine.
+  EXPECT_TRUE(attribute_with_gold(g, ref, ref.clone(), c10::kFloat, Tolerance{0, 0}).target_ok);
+
+  // The same through the rounded baseline of a bfloat16 target.
+  const at::Tensor g2 = at::linspace(-2, 2, 1000, at::kDouble);
+  at::Tensor rounded = g2.clone();
+  rounded[500] = std::numeric_limits<double>::infinity();
+  at::Tensor t2 = g2.to(at::kBFloat16).to(at::kDouble);
+  EXPECT_TRUE(attribute_with_gold(g2, g2, t2, c10::kBFloat16, Tolerance{0, 1e-9}, rounded).target_ok);
+  t2[20] += 0.5;
+  a = attribute_with_gold(g2, g2, t2, c10::kBFloat16, Tolerance{1.6e-2, 1e-5}, rounded);
+  EXPECT_FALSE(a.target_ok);
+  EXPECT_EQ(a.first_bad, 20);
+}
+
+TEST(Attribution, IntegerAndComplexOutputsAreNeverForgiven) {
+  const at::Tensor i = at::arange(10, at::kLong);
+  EXPECT_FALSE(attribute_with_gold(i, i, i + 1, c10::kBFloat16, Tolerance{0, 0}).measured);
+  const at::Tensor c = at::complex(at::ones({4}, at::kDouble), at::ones({4}, at::kDouble));
+  EXPECT_FALSE(attribute_with_gold(c, c, c, c10::kFloat, Tolerance{0, 0}).target_ok);
+}
+
+// ---- the decision: one place turns the figures into a verdict ---------------------------------
+
+TEST(Decision, AttributionMessageNamesTheElementTheRuleCaught) {
+  Doubled d = doubled(c10::kBFloat16);
+  d.target[3][5] += 1.0;
+  const Tolerance tol = tolerance_for("model", c10::kBFloat16);
+  OutputReport o = compare_tensors("out", d.reference.to(at::kFloat), d.target, tol, c10::kBFloat16);
+  ASSERT_FALSE(o.ok);
+  Verdict v = judge_outputs({o});
+  std::vector<OutputAttribution> failing{{&o, attribute_with_gold(d.gold, d.reference, d.target, c10::kBFloat16, tol, d.rounded)}};
+  std::string attribution;
+  decide_attribution(failing, v, attribution);
+  EXPECT_EQ(v.status, Status::Mismatch);
+  EXPECT_EQ(attribution, "target");
+  EXPECT_NE(v.message.find("first at [3, 5]"), std::string::npos) << v.message;
+  EXPECT_GT(o.rmse_target, 0);
+}
+
+TEST(Decision, AllOutputsWithinTheGoldRulesPassAsFloat32Fragile) {
+  OutputReport o;
+  o.name = "out";
+  o.ok = false;
+  Attribution a;
+  a.measured = a.target_ok = a.rmse_ok = true;
+  std::vector<OutputAttribution> failing{{&o, a}};
+  Verdict v{Status::Mismatch, "out: 3 of 9 elements outside tolerance"};
+  std::string attribution;
+  decide_attribution(failing, v, attribution);
+  EXPECT_EQ(v.status, Status::Pass);
+  EXPECT_EQ(attribution, "float32");
+  // An output with no gold figures (an integer, a missing output) keeps the finding.
+  OutputReport exact;
+  exact.name = "idx";
+  exact.ok = false;
+  failing.push_back({&exact, Attribution{}});
+  v = {Status::Mismatch, "idx: 1 of 9 elements outside tolerance"};
+  decide_attribution(failing, v, attribution);
+  EXPECT_EQ(v.status, Status::Mismatch);
+  EXPECT_EQ(attribution, "target");
+}
+
+TEST(Decision, NondeterminismWidensOnlyByTheOutputsOwnSpread) {
+  const Tolerance tol{1e-5, 1e-5};
+  EXPECT_DOUBLE_EQ(widened_for_spread(tol, 1e-3).atol, 2e-3);
+  EXPECT_DOUBLE_EQ(widened_for_spread(tol, 1e-3).rtol, 1e-5);
+  EXPECT_DOUBLE_EQ(widened_for_spread(tol, 1e-7).atol, 1e-5);  // never narrower
+  EXPECT_DOUBLE_EQ(widened_for_spread(tol, std::numeric_limits<double>::infinity()).atol, 1e-5);
+}
+
+TEST(Decision, LayerDivergesUnlessFloat64ShowsFloat32IsTheFragileSide) {
+  OutputReport bad;
+  bad.ok = false;
+  Attribution excused;
+  excused.measured = excused.target_ok = true;
+  EXPECT_TRUE(layer_diverges(bad, nullptr));
+  const Attribution unmeasured;
+  EXPECT_TRUE(layer_diverges(bad, &unmeasured));
+  EXPECT_FALSE(layer_diverges(bad, &excused));
+  OutputReport good;
+  EXPECT_FALSE(layer_diverges(good, nullptr));
+}
+
+TEST(Decision, CpuFallbackWarningMakesAPassAFallback) {
+  const std::string warning =
+      "The operator 'aten::_linalg_eigh' is not currently supported on the MPS backend and will fall back to run on "
+      "the CPU. This may have performance implications.";
+  EXPECT_TRUE(is_fallback_warning(warning));
+  EXPECT_FALSE(is_fallback_warning("Casting complex values to real discards the imaginary part"));
+  Verdict v;
+  apply_fallback({"something else", warning}, v);
+  EXPECT_EQ(v.status, Status::Fallback);
+  EXPECT_NE(v.message.find("aten::_linalg_eigh"), std::string::npos);
+  Verdict wrong{Status::Mismatch, "out: wrong"};
+  apply_fallback({warning}, wrong);
+  EXPECT_EQ(wrong.status, Status::Mismatch);  // a wrong answer stays one
+  EXPECT_NE(wrong.message.find("ran on the CPU"), std::string::npos);
+  Verdict clean;
+  apply_fallback({"an unrelated warning"}, clean);
+  EXPECT_EQ(clean.status, Status::Pass);
+}
+
+TEST(Recommendation, FallbackIsKeptOnCpuAndNeverAccelerated) {
+  CaseResult r;
+  r.status = Status::Fallback;
+  recommend(r);
+  EXPECT_EQ(r.recommendation, "keep on CPU");
+  EXPECT_NE(r.reason.find("ran that on the CPU"), std::string::npos);
+  EXPECT_TRUE(is_finding(Status::Fallback));
+  EXPECT_EQ(status_from_string("fallback"), Status::Fallback);
 }

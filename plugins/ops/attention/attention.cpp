@@ -2,7 +2,6 @@
 // (matmul, softmax, masked_fill), with the masks that go wrong on accelerators: boolean padding,
 // additive float, causal, and fully masked rows.
 #include <mpscheck/op.hpp>
-#include <torch/version.h>
 
 #include <cmath>
 #include <limits>
@@ -177,7 +176,6 @@ MPSCHECK_CATALOG(attention_cases) {
          make("mha_key_padding", mha_args(true), [](const Tensors& a) { return mha(a, true); }, py_mha(true)),
          kDtypes, {Variant::contiguous(), Variant::transposed("w_in"), Variant::expanded("kpm")});
 
-#if TORCH_VERSION_MAJOR >= 2
   // The fused kernel (flash / memory-efficient / math, chosen by the backend). Its boolean mask is
   // the opposite convention: True = takes part.
   add_op(catalog,
@@ -199,7 +197,6 @@ MPSCHECK_CATALOG(attention_cases) {
            {c10::kFloat},
            {Variant::contiguous(), Variant::transposed("k"), Variant::sliced("q"), Variant::expanded("keep")});
   }
-#endif
 }
 
 MPSCHECK_PLUGIN("ops-attention", "0.1.0")

@@ -1,11 +1,11 @@
 // Random family: every op draws a large sample with the device's own generator and returns a
-// small tensor of statistics of it; mpscheck compares those under the "random" tolerance
-// (|target - reference| <= 0.05 + 0.05 |reference|), never the samples themselves.
+// small tensor of statistics of it with their standard errors (OpDef::statistics), never the
+// samples themselves. mpscheck allows each statistic kStatisticSigmas (6) standard errors of the
+// difference of two independent samples, plus the rounding of the sample's dtype
+// (checks/compare.hpp, compare_statistics): a generator biased by more than that fails.
 //
-// Sample sizes: the reference and the target are independent samples, so a statistic with
-// standard error SE differs between them with SE * sqrt(2). Each comment below gives that SE and
-// the margin, in sigmas, that the tolerance leaves (atol 0.05 alone, ignoring rtol): all >= 9.
-// Statistics are taken in float32 (samples of a float16/bfloat16 case are cast first).
+// Each comment below gives the statistics' standard errors at the sample size. Statistics are
+// taken in float32 (samples of a float16/bfloat16 case are cast first).
 #include <mpscheck/op.hpp>
 
 using namespace mpscheck::op;
@@ -25,6 +25,7 @@ OpDef def(std::string op, std::vector<Arg> args, OpFn fn, std::string python, st
   d.python = std::move(python);
   d.differentiable = false;
   d.tags = std::move(tags);
+  d.statistics = true;
   return d;
 }
 
@@ -42,15 +43,21 @@ at::Tensor flat32(const at::Tensor& s) { return s.reshape({-1}).to(at::kFloat); 
 
 // Standard normal sample of n: mean (SE 1/sqrt(n)), variance (sqrt(2/n), tolerance 0.1),
 // E|x| = sqrt(2/pi) (0.6/sqrt(n)), P(|x|<1), P(x<0), P(x>2) (<= 0.5/sqrt(n)), lag-1 and
-// half-to-half correlations (1/sqrt(n), 1/sqrt(n/2)). n = 2^18: worst margin the half-to-half
-// correlation, 0.05 / (0.0028 * 1.41) = 12.8 sigma. No E[x^3] (SE sqrt(15/n) needs n = 2^20), and
+// half-to-half correlations (1/sqrt(n), 1/sqrt(n/2)). No E[x^3] (SE sqrt(15/n) needs n = 2^20), and
 // no E[x^4]: LibTorch 1.13's CPU bfloat16 normal has truncated tails (max |x| 3.3 in 2^20 draws,
-// kurtosis 2.85), 3.5 sigma from the tolerance, a flaky statistic.
-at::Tensor normal_stats(const at::Tensor& f) {
+// kurtosis 2.85), a biased statistic.
+Tensors normal_stats(const at::Tensor& f) {
   const int64_t h = f.numel() / 2;
-  return at::stack({f.mean(), f.var(), f.abs().mean(), (f.abs() < 1).to(at::kFloat).mean(),
-                    (f < 0).to(at::kFloat).mean(), (f > 2).to(at::kFloat).mean(),
-                    (f.slice(0, 0, -1) * f.slice(0, 1)).mean(), (f.slice(0, 0, h) * f.slice(0, h, 2 * h)).mean()});
+  return SampleStats()
+      .mean(f)
+      .with_error(f.var(), (f - f.mean()).square())
+      .mean(f.abs())
+      .mean((f.abs() < 1).to(at::kFloat))
+      .mean((f < 0).to(at::kFloat))
+      .mean((f > 2).to(at::kFloat))
+      .mean(f.slice(0, 0, -1) * f.slice(0, 1))
+      .mean(f.slice(0, 0, h) * f.slice(0, h, 2 * h))
+      .done();
 }
 const std::string kNormalPy =
     "(lambda f: torch.stack([f.mean(), f.var(), f.abs().mean(), (f.abs() < 1).float().mean(), "
@@ -59,21 +66,33 @@ const std::string kNormalPy =
 
 // Uniform [0, 1) sample of n: mean (SE 0.29/sqrt(n)), variance 1/12 (0.075/sqrt(n)), min and max
 // (within ~1/n of 0 and 1), lag-1 covariance (0.083/sqrt(n)), 10-bin histogram fractions
-// (0.3/sqrt(n)). n = 2^18: margins > 50 sigma.
-at::Tensor unit_stats(const at::Tensor& f) {
-  return at::cat({at::stack({f.mean(), f.var(), f.min(), f.max(), ((f.slice(0, 0, -1) - 0.5) * (f.slice(0, 1) - 0.5)).mean()}),
-                  at::histc(f, 10, 0, 1) / static_cast<double>(f.numel())});
+// (0.3/sqrt(n)).
+Tensors unit_stats(const at::Tensor& f) {
+  const double n = static_cast<double>(f.numel());
+  return SampleStats()
+      .mean(f)
+      .with_error(f.var(), (f - f.mean()).square())
+      .known(f.min(), 3 / n)  // an extreme: exponential tails, so three times its 1/n spread
+      .known(f.max(), 3 / n)
+      .mean((f.slice(0, 0, -1) - 0.5) * (f.slice(0, 1) - 0.5))
+      .fractions(at::histc(f, 10, 0, 1) / n, f.numel())
+      .done();
 }
 const std::string kUnitPy =
     "(lambda f: torch.cat([torch.stack([f.mean(), f.var(), f.min(), f.max(), ((f[:-1] - 0.5) * (f[1:] - 0.5)).mean()]), "
     "torch.histc(f, 10, 0, 1) / f.numel()]))";
 
 // Exponential(1) sample of n: mean (SE 1/sqrt(n)), variance (sqrt(8/n)), P(x>1) = e^-1 and
-// P(x<0.1) (0.5/sqrt(n)), min (~1/n), lag-1 covariance (1/sqrt(n)). n = 2^18: worst margin the
-// lag-1 covariance, 0.05 / (0.002 * 1.41) = 18 sigma.
-at::Tensor exp_stats(const at::Tensor& f) {
-  return at::stack({f.mean(), f.var(), (f > 1).to(at::kFloat).mean(), (f < 0.1).to(at::kFloat).mean(), f.min(),
-                    ((f.slice(0, 0, -1) - 1) * (f.slice(0, 1) - 1)).mean()});
+// P(x<0.1) (0.5/sqrt(n)), min (~1/n), lag-1 covariance (1/sqrt(n)).
+Tensors exp_stats(const at::Tensor& f) {
+  return SampleStats()
+      .mean(f)
+      .with_error(f.var(), (f - f.mean()).square())
+      .mean((f > 1).to(at::kFloat))
+      .mean((f < 0.1).to(at::kFloat))
+      .known(f.min(), 3 / static_cast<double>(f.numel()))  // as for the uniform minimum
+      .mean((f.slice(0, 0, -1) - 1) * (f.slice(0, 1) - 1))
+      .done();
 }
 const std::string kExpPy =
     "(lambda f: torch.stack([f.mean(), f.var(), (f > 1).float().mean(), (f < 0.1).float().mean(), f.min(), "
@@ -90,17 +109,17 @@ MPSCHECK_CATALOG(random_cases) {
   const std::vector<Variant> strided = {contiguous, Variant::transposed("x"), Variant::sliced("x")};
 
   add_op(catalog,
-         def("rand", {device_arg()}, [](const Tensors& a) { return Tensors{unit_stats(flat32(at::rand({kN}, a[0].options())))}; },
+         def("rand", {device_arg()}, [](const Tensors& a) { return unit_stats(flat32(at::rand({kN}, a[0].options()))); },
              py(kUnitPy, "torch.rand(" + std::to_string(kN) + ", device=x.device, dtype=x.dtype)")),
          kFloats, {contiguous});
   add_op(catalog,
-         def("randn", {device_arg()}, [](const Tensors& a) { return Tensors{normal_stats(flat32(at::randn({kN}, a[0].options())))}; },
+         def("randn", {device_arg()}, [](const Tensors& a) { return normal_stats(flat32(at::randn({kN}, a[0].options()))); },
              py(kNormalPy, "torch.randn(" + std::to_string(kN) + ", device=x.device, dtype=x.dtype)")),
          kFloats, {contiguous});
   // randn_like keeps a strided input's layout: the generator fills a non-contiguous tensor.
   add_op(catalog,
          def("randn_like", {Arg::randn("x", {512, 512}).no_grad()},
-             [](const Tensors& a) { return Tensors{normal_stats(flat32(at::randn_like(a[0])))}; },
+             [](const Tensors& a) { return normal_stats(flat32(at::randn_like(a[0]))); },
              py(kNormalPy, "torch.randn_like(x)")),
          kFloats, {contiguous, Variant::transposed("x")});
   // Counts of each of the 10 values: fractions 0.1, SE 0.3/sqrt(n) = 0.0003; min/max exact.
@@ -108,8 +127,11 @@ MPSCHECK_CATALOG(random_cases) {
          def("randint", {device_arg()},
              [](const Tensors& a) {
                at::Tensor r = at::randint(-5, 5, {kN}, a[0].options()).reshape({-1}).to(at::kLong);
-               return Tensors{at::cat({at::bincount(r + 5, {}, 10).to(at::kFloat) / static_cast<double>(kN),
-                                       at::stack({r.min(), r.max()}).to(at::kFloat)})};
+               return SampleStats()
+                   .fractions(at::bincount(r + 5, {}, 10).to(at::kFloat) / static_cast<double>(kN), kN)
+                   .known(r.min().to(at::kFloat), 0)
+                   .known(r.max().to(at::kFloat), 0)
+                   .done();
              },
              "(lambda r: torch.cat([torch.bincount(r + 5, minlength=10).float() / " + std::to_string(kN) +
                  ", torch.stack([r.min(), r.max()]).float()]))(torch.randint(-5, 5, (" + std::to_string(kN) +
@@ -122,7 +144,7 @@ MPSCHECK_CATALOG(random_cases) {
              [](const Tensors& a) {
                at::Tensor x = a[0];
                x.uniform_(-2, 3);
-               return Tensors{unit_stats((flat32(x) + 2) / 5)};
+               return unit_stats((flat32(x) + 2) / 5);
              },
              py(kUnitPy, "((x.uniform_(-2, 3).reshape(-1).float() + 2) / 5)")),
          kFloats, strided);
@@ -131,7 +153,7 @@ MPSCHECK_CATALOG(random_cases) {
              [](const Tensors& a) {
                at::Tensor x = a[0];
                x.normal_(2, 0.5);
-               return Tensors{normal_stats((flat32(x) - 2) / 0.5)};
+               return normal_stats((flat32(x) - 2) / 0.5);
              },
              py(kNormalPy, "((x.normal_(2, 0.5).reshape(-1).float() - 2) / 0.5)")),
          kFloats, strided);
@@ -140,7 +162,7 @@ MPSCHECK_CATALOG(random_cases) {
              [](const Tensors& a) {
                at::Tensor x = a[0];
                x.exponential_(2);
-               return Tensors{exp_stats(flat32(x) * 2)};
+               return exp_stats(flat32(x) * 2);
              },
              py(kExpPy, "(x.exponential_(2).reshape(-1).float() * 2)")),
          kFloats, strided);
@@ -148,20 +170,19 @@ MPSCHECK_CATALOG(random_cases) {
   add_op(catalog,
          def("normal_tensor", {Arg::randn("mean", {512, 512}).no_grad(), grid("std", {512, 512}, 1, 5)},
              [](const Tensors& a) {
-               return Tensors{normal_stats(flat32((at::normal(a[0], a[1] / 2) - a[0]) / (a[1] / 2)))};
+               return normal_stats(flat32((at::normal(a[0], a[1] / 2) - a[0]) / (a[1] / 2)));
              },
              py(kNormalPy, "((torch.normal(mean, std / 2) - mean) / (std / 2))")),
          kFloats, {contiguous, Variant::transposed("mean"), Variant::sliced("std")});
 
   // Bernoulli with per-element p in {0.05, 0.10, ..., 0.95}: E[b] = E[p], E[b p] = E[p^2], E[b (1 - p)], each
-  // SE <= 0.5/sqrt(n); lag-1 covariance of b - p (0.5/sqrt(n)). n = 2^18: margin > 35 sigma.
+  // SE <= 0.5/sqrt(n); lag-1 covariance of b - p (0.5/sqrt(n)).
   add_op(catalog,
          def("bernoulli", {grid("p", {512, 512}, 1, 20)},
              [](const Tensors& a) {
                at::Tensor b = flat32(at::bernoulli(a[0] / 20)), p = flat32(a[0] / 20);
                at::Tensor d = b - p;
-               return Tensors{at::stack({b.mean(), (b * p).mean(), (b * (1 - p)).mean(),
-                                         (d.slice(0, 0, -1) * d.slice(0, 1)).mean()})};
+               return SampleStats().mean(b).mean(b * p).mean(b * (1 - p)).mean(d.slice(0, 0, -1) * d.slice(0, 1)).done();
              },
              "(lambda b, p: (lambda d: torch.stack([b.mean(), (b * p).mean(), (b * (1 - p)).mean(), "
              "(d[:-1] * d[1:]).mean()]))(b - p))(torch.bernoulli(p / 20).reshape(-1).float(), (p / 20).reshape(-1).float())"),
@@ -170,7 +191,7 @@ MPSCHECK_CATALOG(random_cases) {
          def("bernoulli_scalar", {Arg::randn("x", {512, 512}).no_grad()},
              [](const Tensors& a) {
                at::Tensor b = flat32(at::bernoulli(a[0], 0.3));
-               return Tensors{at::stack({b.mean(), ((b.slice(0, 0, -1) - 0.3) * (b.slice(0, 1) - 0.3)).mean()})};
+               return SampleStats().mean(b).mean((b.slice(0, 0, -1) - 0.3) * (b.slice(0, 1) - 0.3)).done();
              },
              "(lambda b: torch.stack([b.mean(), ((b[:-1] - 0.3) * (b[1:] - 0.3)).mean()]))"
              "(torch.bernoulli(x, 0.3).reshape(-1).float())"),
@@ -183,7 +204,12 @@ MPSCHECK_CATALOG(random_cases) {
              [](const Tensors& a) {
                at::Tensor y = flat32(at::dropout(a[0] / 10, 0.3, true)), x = flat32(a[0] / 10);
                at::Tensor kept = (y != 0).to(at::kFloat);
-               return Tensors{at::stack({1 - kept.mean(), y.mean(), y.max(), ((y * 0.7 - x).abs() * kept).max()})};
+               return SampleStats()
+                   .with_error(1 - kept.mean(), kept)
+                   .mean(y)
+                   .known(y.max(), 0)
+                   .known(((y * 0.7 - x).abs() * kept).max(), 0)
+                   .done();
              },
              "(lambda y, x: (lambda kept: torch.stack([1 - kept.mean(), y.mean(), y.max(), "
              "((y * 0.7 - x).abs() * kept).max()]))((y != 0).float()))"
@@ -191,21 +217,21 @@ MPSCHECK_CATALOG(random_cases) {
          kFloats, strided);
 
   // Multinomial with replacement, 2^16 draws from each of 4 rows of 10 unnormalised integer weights 1..9:
-  // category frequencies (SE <= 0.5/2^8 = 0.002). Margin > 17 sigma.
+  // category frequencies (SE <= 0.5/2^8 = 0.002).
   add_op(catalog,
          def("multinomial_replacement", {grid("w", {4, 10}, 1, 10)},
              [](const Tensors& a) {
                const int64_t n = int64_t{1} << 16;
                at::Tensor d = at::multinomial(a[0], n, true);
                at::Tensor rows = at::arange(4, d.options()).unsqueeze(1) * 10;
-               return Tensors{at::bincount((d + rows).reshape({-1}), {}, 40).to(at::kFloat).reshape({4, 10}) / static_cast<double>(n)};
+               return SampleStats().fractions(at::bincount((d + rows).reshape({-1}), {}, 40).to(at::kFloat) / static_cast<double>(n), n).done();
              },
              "(lambda d: torch.bincount((d + torch.arange(4, device=d.device).unsqueeze(1) * 10).reshape(-1), "
              "minlength=40).float().reshape(4, 10) / 65536)(torch.multinomial(w, 65536, True))"),
          kFloats, {contiguous, Variant::transposed("w")});
   // Without replacement, 3 of 10 categories in each of 2^15 rows sharing one weight vector: how often
   // each category comes first (SE <= 0.5/2^7.5 = 0.0028), how often it is drawn at all (same), and
-  // the fraction of rows with a repeated category (must be 0). Margin > 12 sigma.
+  // the fraction of rows with a repeated category (must be 0).
   add_op(catalog,
          def("multinomial_no_replacement", {grid("w", {1, 10}, 1, 10)},
              [](const Tensors& a) {
@@ -213,9 +239,11 @@ MPSCHECK_CATALOG(random_cases) {
                at::Tensor d = at::multinomial(a[0].expand({rows, 10}).contiguous(), 3, false);
                at::Tensor s = std::get<0>(at::sort(d, -1));
                at::Tensor dup = (s.slice(1, 1) == s.slice(1, 0, -1)).any(1).to(at::kFloat).mean();
-               return Tensors{at::cat({at::bincount(d.select(1, 0), {}, 10).to(at::kFloat) / static_cast<double>(rows),
-                                       at::bincount(d.reshape({-1}), {}, 10).to(at::kFloat) / static_cast<double>(rows),
-                                       dup.reshape({1})})};
+               return SampleStats()
+                   .fractions(at::bincount(d.select(1, 0), {}, 10).to(at::kFloat) / static_cast<double>(rows), rows)
+                   .fractions(at::bincount(d.reshape({-1}), {}, 10).to(at::kFloat) / static_cast<double>(rows), rows)
+                   .known(dup, 0)
+                   .done();
              },
              "(lambda d: torch.cat([torch.bincount(d[:, 0], minlength=10).float() / 32768, "
              "torch.bincount(d.reshape(-1), minlength=10).float() / 32768, "
@@ -225,14 +253,18 @@ MPSCHECK_CATALOG(random_cases) {
 
   // randperm of n = 2^18: it is a permutation (every value counted once, fraction 1), E|p_i - i|/n = 1/3
   // (SE ~0.24/sqrt(n)), covariance of p_i/n and i/n (~0.08/sqrt(n)), mean of the first half
-  // (~0.4/sqrt(n)). Margin > 50 sigma.
+  // (~0.4/sqrt(n)).
   const auto randperm_stats = [](int64_t n) {
     return [n](const Tensors& a) {
       at::Tensor p = at::randperm(n, a[0].options().dtype(at::kLong));
       at::Tensor i = at::arange(n, p.options());
       at::Tensor pf = p.to(at::kFloat) / static_cast<double>(n), fi = i.to(at::kFloat) / static_cast<double>(n);
-      return Tensors{at::stack({(at::bincount(p, {}, n) == 1).to(at::kFloat).mean(), (pf - fi).abs().mean(),
-                                ((pf - 0.5) * (fi - 0.5)).mean(), pf.slice(0, 0, n / 2).mean()})};
+      return SampleStats()
+          .known((at::bincount(p, {}, n) == 1).to(at::kFloat).mean(), 0)
+          .mean((pf - fi).abs())
+          .mean((pf - 0.5) * (fi - 0.5))
+          .mean(pf.slice(0, 0, n / 2))
+          .done();
     };
   };
   const auto randperm_py = [](int64_t n) {
@@ -247,12 +279,12 @@ MPSCHECK_CATALOG(random_cases) {
   // ----- large: more than 2^24 elements, where generator offsets and index math overflow -----
   add_op(catalog,
          def("randn_large", {device_arg()},
-             [](const Tensors& a) { return Tensors{normal_stats(flat32(at::randn({kLarge}, a[0].options())))}; },
+             [](const Tensors& a) { return normal_stats(flat32(at::randn({kLarge}, a[0].options()))); },
              py(kNormalPy, "torch.randn(" + std::to_string(kLarge) + ", device=x.device, dtype=x.dtype)"), {"large"}),
          {c10::kFloat}, {large});
   add_op(catalog,
          def("rand_large", {device_arg()},
-             [](const Tensors& a) { return Tensors{unit_stats(flat32(at::rand({kLarge}, a[0].options())))}; },
+             [](const Tensors& a) { return unit_stats(flat32(at::rand({kLarge}, a[0].options()))); },
              py(kUnitPy, "torch.rand(" + std::to_string(kLarge) + ", device=x.device, dtype=x.dtype)"), {"large"}),
          {c10::kFloat}, {large});
   constexpr int64_t kPermLarge = (int64_t{1} << 24) + 4096;

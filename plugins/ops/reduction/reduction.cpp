@@ -47,6 +47,13 @@ void add_large(mpscheck::Catalog& catalog, OpDef def, c10::ScalarType dtype = c1
 
 Arg x_arg() { return Arg::randn("x", kShape); }
 
+// An arg-reduction's index is ambiguous where values tie (rounding to float16/bfloat16 makes
+// ties): it is checked by the value it selects from x.
+OpDef indexing_x(OpDef d, bool flat) {
+  d.indices.push_back(IndexOf{0, [](const Tensors& a) { return a[0]; }, -1, flat});
+  return d;
+}
+
 }  // namespace
 
 MPSCHECK_CATALOG(reduction_sum_cases) {
@@ -121,14 +128,14 @@ MPSCHECK_CATALOG(reduction_extrema_cases) {
   add_reduction(catalog, make("max_all", {x_arg()}, [](const Tensors& a) { return a[0].max(); }, "x.max()"),
                 with_ints);
   // Integer inputs tie often: torch returns the first index, backends that do not are caught here.
-  add_reduction(catalog, make("argmax", {x_arg()}, [](const Tensors& a) { return at::argmax(a[0], -1); },
-                              "torch.argmax(x, -1)", false), with_ints);
-  add_reduction(catalog, make("argmin", {x_arg()}, [](const Tensors& a) { return at::argmin(a[0], -1); },
-                              "torch.argmin(x, -1)", false), with_ints);
-  add_reduction(catalog, make("argmax_all", {x_arg()}, [](const Tensors& a) { return at::argmax(a[0]); },
-                              "torch.argmax(x)", false), with_ints);
-  add_large(catalog, make("argmax", {Arg::randn("x", {1 << 25})}, [](const Tensors& a) { return at::argmax(a[0]); },
-                          "torch.argmax(x)"));
+  add_reduction(catalog, indexing_x(make("argmax", {x_arg()}, [](const Tensors& a) { return at::argmax(a[0], -1); },
+                                         "torch.argmax(x, -1)", false), false), with_ints);
+  add_reduction(catalog, indexing_x(make("argmin", {x_arg()}, [](const Tensors& a) { return at::argmin(a[0], -1); },
+                                         "torch.argmin(x, -1)", false), false), with_ints);
+  add_reduction(catalog, indexing_x(make("argmax_all", {x_arg()}, [](const Tensors& a) { return at::argmax(a[0]); },
+                                         "torch.argmax(x)", false), true), with_ints);
+  add_large(catalog, indexing_x(make("argmax", {Arg::randn("x", {1 << 25})}, [](const Tensors& a) { return at::argmax(a[0]); },
+                                     "torch.argmax(x)"), true));
   add_large(catalog, make("amax", {Arg::randn("x", {2, 1 << 24})},
                           [](const Tensors& a) { return at::amax(a[0], {-1}); }, "torch.amax(x, -1)"));
 }

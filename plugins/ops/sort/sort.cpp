@@ -44,6 +44,12 @@ std::vector<Arg> distinct_args(std::vector<int64_t> shape) {
 
 Tensors pair(const std::tuple<at::Tensor, at::Tensor>& t) { return Tensors{std::get<0>(t), std::get<1>(t)}; }
 
+// The second output indexes into the tie-free values along `dim`: also checked by what it selects.
+OpDef indexed(OpDef d, int64_t dim = -1) {
+  d.indices.push_back(IndexOf{1, [dim](const Tensors& a) { return distinct(a, dim); }, dim, false});
+  return d;
+}
+
 }  // namespace
 
 MPSCHECK_CATALOG(sort_cases) {
@@ -52,8 +58,8 @@ MPSCHECK_CATALOG(sort_cases) {
   const std::string D = distinct_py();
 
   add_op(catalog,
-         def("sort", distinct_args({16, 64}),
-             [](const Tensors& a) { return pair(at::sort(distinct(a), -1, false)); }, "torch.sort(" + D + ", -1)"),
+         indexed(def("sort", distinct_args({16, 64}),
+             [](const Tensors& a) { return pair(at::sort(distinct(a), -1, false)); }, "torch.sort(" + D + ", -1)")),
          kAll, strided);
   add_op(catalog,
          def("sort_descending", distinct_args({16, 64}),
@@ -85,9 +91,9 @@ MPSCHECK_CATALOG(sort_cases) {
              "torch.msort(" + distinct_py(0) + ")"),
          kAll, strided);
   add_op(catalog,
-         def("topk_largest", distinct_args({16, 64}),
+         indexed(def("topk_largest", distinct_args({16, 64}),
              [](const Tensors& a) { return pair(at::topk(distinct(a), 10, -1, true, true)); },
-             "torch.topk(" + D + ", 10, -1, largest=True)"),
+             "torch.topk(" + D + ", 10, -1, largest=True)")),
          kAll, strided);
   add_op(catalog,
          def("topk_smallest", distinct_args({16, 64}),
@@ -100,9 +106,9 @@ MPSCHECK_CATALOG(sort_cases) {
              "torch.topk(" + distinct_py(0) + ", 5, 0)"),
          kAll, strided);
   add_op(catalog,
-         def("kthvalue", distinct_args({16, 64}),
+         indexed(def("kthvalue", distinct_args({16, 64}),
              [](const Tensors& a) { return pair(at::kthvalue(distinct(a), 20, -1)); },
-             "torch.kthvalue(" + D + ", 20, -1)"),
+             "torch.kthvalue(" + D + ", 20, -1)")),
          kAll, strided);
   add_op(catalog,
          def("median", distinct_args({16, 63}), [](const Tensors& a) { return pair(at::median(distinct(a), -1)); },

@@ -1,0 +1,108 @@
+#include "checks/verdict.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+namespace mpscheck {
+
+Verdict judge_outputs(const std::vector<OutputReport>& outputs) {
+  Verdict v;
+  const OutputReport* first_nan = nullptr;
+  const OutputReport* first_bad = nullptr;
+  for (const auto& o : outputs) {
+    const bool target_nonfinite = o.nan_target + o.inf_target > o.nan_reference + o.inf_reference;
+    if (!o.ok && target_nonfinite && !first_nan) first_nan = &o;
+    if (!o.ok && !first_bad) first_bad = &o;
+  }
+  if (first_nan) {
+    v.status = Status::Nan;
+    v.message = fmt::format("{}: target has {} NaN and {} Inf where the reference has {} and {}",
+                            first_nan->name, first_nan->nan_target, first_nan->inf_target,
+                            first_nan->nan_reference, first_nan->inf_reference);
+    // A loss that blows up drifts first: name where it left tolerance (the seeds' VAE went
+    // 550 -> 4705 -> 1.8e8 -> NaN), not only where it stopped being finite.
+    if (first_bad != first_nan && first_bad->mismatches > 0)
+      v.message += fmt::format("; it first left tolerance at {}: reference {:.6g}, target {:.6g}", first_bad->name,
+                               first_bad->reference_value, first_bad->target_value);
+  } else if (first_bad) {
+    v.status = Status::Mismatch;
+    if (!first_bad->note.empty() && first_bad->numel == 0) {
+      v.message = fmt::format("{}: {}", first_bad->name, first_bad->note);
+    } else if (!first_bad->note.empty() && first_bad->mismatches == 0) {
+      v.message = fmt::format("{}: {}", first_bad->name, first_bad->note);
+    } else {
+      v.message = fmt::format(
+          "{}: {} of {} elements outside tolerance, max abs error {:.3g} (max rel {:.3g}); "
+          "first at {}: reference {:.6g}, target {:.6g}",
+          first_bad->name, first_bad->mismatches, first_bad->numel, first_bad->max_abs,
+          first_bad->max_rel, index_string(first_bad->first_mismatch, first_bad->shape),
+          first_bad->reference_value, first_bad->target_value);
+      if (!first_bad->note.empty()) v.message += "; " + first_bad->note;
+    }
+  }
+  return v;
+}
+
+Tolerance widened_for_spread(const Tolerance& tol, double spread) {
+  Tolerance t = tol;
+  if (std::isfinite(spread) && spread > 0) t.atol = std::max(t.atol, 2 * spread);
+  return t;
+}
+
+void decide_attribution(std::vector<OutputAttribution>& failing, Verdict& v, std::string& attribution) {
+  bool all_ok = true;
+  const std::string named = v.message.substr(0, v.message.find(':'));
+  const OutputAttribution* quoted = nullptr;
+  for (auto& f : failing) {
+    const Attribution& a = f.attribution;
+    if (a.measured) f.output->rmse_reference = a.rmse_reference, f.output->rmse_target = a.rmse_target;
+    if (a.target_ok) continue;
+    all_ok = false;
+    if (a.measured && (!quoted || (f.output->name == named && quoted->output->name != named))) quoted = &f;
+  }
+  if (all_ok && !failing.empty()) {
+    attribution = "float32";
+    v.status = Status::Pass;
+    v.message = "outside the plain tolerance, but as close to float64 as float32 itself is: float32 is the fragile side here";
+    return;
+  }
+  attribution = "target";
+  if (!quoted) return;
+  const OutputReport& o = *quoted->output;
+  const Attribution& a = quoted->attribution;
+  if (a.bad_elements > 0 && std::isfinite(a.gold_value) && std::isfinite(a.target_value)) {
+    v.message += fmt::format(
+        "; against float64, {} of {}'s elements are off by more than float32 and the dtype's rounding allow, "
+        "first at {}: target {:.6g}, float64 {:.6g} (error {:.3g}, allowed {:.3g}): the target is the fragile side",
+        a.bad_elements, o.name, index_string(a.first_bad, o.shape), a.target_value, a.gold_value,
+        std::abs(a.target_value - a.gold_value), a.allowed);
+  } else {
+    v.message += fmt::format("; against float64 the target's RMSE is {:.3g}, float32's {:.3g}: the target is the fragile side",
+                             a.rmse_target, a.rmse_reference);
+  }
+}
+
+bool layer_diverges(const OutputReport& layer, const Attribution* attribution) {
+  if (layer.ok) return false;
+  return !(attribution && attribution->measured && attribution->target_ok);
+}
+
+bool is_fallback_warning(const std::string& warning) {
+  return warning.find("will fall back to run on the CPU") != std::string::npos ||
+         warning.find("fall back to the CPU") != std::string::npos;
+}
+
+void apply_fallback(const std::vector<std::string>& target_warnings, Verdict& v) {
+  const auto it = std::find_if(target_warnings.begin(), target_warnings.end(), is_fallback_warning);
+  if (it == target_warnings.end()) return;
+  if (v.status == Status::Pass) {
+    v.status = Status::Fallback;
+    v.message = "the target ran part of this on the CPU, so it is not a target result: " + *it;
+  } else {
+    v.message += std::string(v.message.empty() ? "" : "; ") + "part of it ran on the CPU: " + *it;
+  }
+}
+
+}  // namespace mpscheck

@@ -1,0 +1,58 @@
+// The verdict rules: how comparisons, float64 attribution, nondeterminism, warnings and layer
+// traces become one status per case. core/execute.cpp runs the workloads and asks these.
+#pragma once
+
+#include "checks/compare.hpp"
+#include "checks/tolerance.hpp"
+#include "core/result.hpp"
+
+#include <string>
+#include <vector>
+
+namespace mpscheck {
+
+struct Verdict {
+  Status status = Status::Pass;
+  std::string message;
+};
+
+// pass / mismatch / nan over all outputs of a case (DESIGN.md §4).
+Verdict judge_outputs(const std::vector<OutputReport>& outputs);
+
+// The tolerance of one output whose CPU reference differed from itself by `spread` (max abs)
+// between two runs: its atol is widened to twice that spread. Other outputs keep `tol`.
+Tolerance widened_for_spread(const Tolerance& tol, double spread);
+
+// The float64 attribution of one failing output; `attribution` is unmeasured when there was no
+// gold (or no target) output to set beside it.
+struct OutputAttribution {
+  OutputReport* output = nullptr;
+  Attribution attribution;
+};
+
+// Decides a mismatch/nan verdict with the float64 figures: it becomes a pass ("float32 is the
+// fragile side") only when every failing output passes both attribution rules; otherwise the
+// target is blamed and the message quotes the output `v` names (else the first that fails) — the
+// element the per-element rule caught, or the RMSEs. Fills each output's RMSE figures and
+// `attribution` ("float32" | "target").
+void decide_attribution(std::vector<OutputAttribution>& failing, Verdict& v, std::string& attribution);
+
+// Localisation: a traced layer diverges when it fails the plain tolerance and float64 does not
+// show float32 to be the fragile side there (`attribution` unmeasured: no gold for the layer).
+bool layer_diverges(const OutputReport& layer, const Attribution* attribution);
+
+// Random statistics: how many standard errors (of the difference of two independent samples) a
+// statistic may be off by. At 6 sigmas a healthy statistic fails about once in 5e8.
+constexpr double kStatisticSigmas = 6;
+
+// Warnings: whether a LibTorch warning says an op ran on the CPU instead of the target
+// (PyTorch's MPS fallback: "The operator '…' is not currently supported on the MPS backend and
+// will fall back to run on the CPU").
+bool is_fallback_warning(const std::string& warning);
+
+// Applies the warnings captured on the target side: a pass with a fallback warning becomes
+// `fallback` (not a target pass, not timed as the accelerator); any other finding keeps its
+// status and its message says the op fell back.
+void apply_fallback(const std::vector<std::string>& target_warnings, Verdict& v);
+
+}  // namespace mpscheck
