@@ -6,6 +6,7 @@
 #include "core/execute.hpp"
 #include "core/journal.hpp"
 #include "core/plugin_host.hpp"
+#include "core/probe.hpp"
 #include "core/registry.hpp"
 #include "core/version.hpp"
 #include "core/worker.hpp"
@@ -92,7 +93,9 @@ std::optional<std::string> unwritable_outputs(const Config& cfg) {
 
 int print_env(const Config& cfg) {
   if (cfg.threads > 0) at::set_num_threads(cfg.threads);
-  const auto env = collect_environment({cfg.target.str(), cfg.seed});
+  const std::string accelerators = probed_accelerator_status(cfg);  // loads plugins: they may add a device
+  auto env = collect_environment({cfg.target.str(), cfg.seed});
+  env["accelerators"] = accelerators;
   for (const auto& [key, value] : env.items()) {
     if (key == "warnings") continue;
     std::string text = value.is_string() ? value.get<std::string>() : value.dump();
@@ -395,6 +398,15 @@ int run_mpscheck(int argc, char** argv) {
   const char* as_accelerator = std::getenv("MPSCHECK_TEST_FRESH_WORKER_AFTER_ERROR");
   runner_options.fresh_worker_after_error = target.spec.device != "cpu" || (as_accelerator && *as_accelerator == '1');
   Runner runner(worker_config, cfg.report_dir + "/worker.log", runner_options);
+  try {
+    if (const auto unusable = probe_target(runner, target.spec, cfg.timeout_for_op())) {
+      std::cerr << "mpscheck: " << unusable->line << '\n';
+      return kExitNoTarget;
+    }
+  } catch (const WorkerStartError& e) {
+    std::cerr << "mpscheck: " << e.what() << " (stopped before the device probe; nothing ran)\n";
+    return kExitCannotRun;
+  }
   ConsoleReporter console(std::cout, isatty(STDOUT_FILENO), use_color(STDOUT_FILENO));
 
   const auto run_start = std::chrono::steady_clock::now();

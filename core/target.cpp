@@ -1,18 +1,15 @@
 #include "core/target.hpp"
 
 #include <ATen/ATen.h>
+#include <c10/core/impl/DeviceGuardImplInterface.h>
 #include <torch/cuda.h>
-#include <torch/version.h>
-
-#if defined(__APPLE__) && (TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 1))
-#if __has_include(<torch/mps.h>)
 #include <torch/mps.h>
-#define MPSCHECK_HAVE_MPS_SYNC 1
-#endif
-#endif
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+
+#include <algorithm>
+#include <cctype>
 
 namespace mpscheck {
 
@@ -26,11 +23,23 @@ const char* dtype_name(c10::ScalarType t) {
   }
 }
 
+// The name a plugin gave the PrivateUse1 backend (e.g. the test-only "sim"), if one did.
+std::string plugin_backend() {
+  return c10::is_privateuse1_backend_registered() ? c10::get_privateuse1_backend() : std::string();
+}
+
 bool device_available(const std::string& type) {
   if (type == "cpu") return true;
-  if (type == "mps") return at::hasMPS();
+  if (type == "mps") return torch::mps::is_available();
   if (type == "cuda") return at::hasCUDA();
-  return false;
+  return !type.empty() && type == plugin_backend() && c10::impl::hasDeviceGuardImpl(c10::DeviceType::PrivateUse1);
+}
+
+bool is_device_name(const std::string& s) {
+  if (s.empty() || !std::islower(static_cast<unsigned char>(s[0]))) return false;
+  return std::all_of(s.begin(), s.end(), [](char c) {
+    return std::islower(static_cast<unsigned char>(c)) || std::isdigit(static_cast<unsigned char>(c)) || c == '_';
+  });
 }
 }  // namespace
 
@@ -52,9 +61,12 @@ TargetSpec parse_target(const std::string& text) {
     dtype.clear();
   }
   const std::string base = device.substr(0, device.find(':'));
-  if (base != "auto" && base != "cpu" && base != "mps" && base != "cuda")
-    throw BadTarget(fmt::format("unknown target device '{}' in --target {}: use auto, cpu, mps or cuda, "
-                                "optionally with :float16 or :bfloat16", base, text));
+  // A plugin may register a device under its own name (PrivateUse1), and plugins load after the
+  // command line is read: any well-formed name passes here, resolve_target decides.
+  if (!is_device_name(base))
+    throw BadTarget(fmt::format("unknown target device '{}' in --target {}: use auto, cpu, mps or cuda (or the "
+                                "name of a device a plugin registers), optionally with :float16 or :bfloat16",
+                                base, text));
   spec.device = device;
   if (dtype.empty() || dtype == "float32" || dtype == "f32") {
     if (!dtype.empty()) spec.dtype = c10::kFloat;
@@ -74,15 +86,18 @@ std::vector<std::string> available_devices() {
   std::vector<std::string> out{"cpu"};
   for (const char* d : {"mps", "cuda"})
     if (device_available(d)) out.emplace_back(d);
+  if (const std::string p = plugin_backend(); device_available(p)) out.push_back(p);
   return out;
 }
 
 std::string accelerator_status() {
   std::string s;
-  s += at::hasMPS() ? "mps: available" : "mps: not available (this LibTorch has no MPS backend or no Metal device)";
+  s += torch::mps::is_available() ? "mps: available" : "mps: not available (this LibTorch has no MPS backend or no Metal device)";
   s += "; ";
   s += at::hasCUDA() ? fmt::format("cuda: available ({} devices)", torch::cuda::device_count())
                      : "cuda: not available (CPU-only LibTorch or no GPU)";
+  if (const std::string p = plugin_backend(); device_available(p))
+    s += fmt::format("; {}: available (PrivateUse1 backend from a plugin)", p);
   return s;
 }
 
@@ -117,18 +132,10 @@ c10::Device to_device(const TargetSpec& spec) { return c10::Device(spec.device);
 
 void synchronize(const c10::Device& device) {
   if (device.is_cpu()) return;
-  if (device.is_cuda()) {
-    torch::cuda::synchronize(device.has_index() ? device.index() : -1);
-    return;
-  }
-#ifdef MPSCHECK_HAVE_MPS_SYNC
-  if (device.is_mps()) {
-    torch::mps::synchronize();
-    return;
-  }
-#endif
-  // Any other device: a copy back to the host waits for the work queued before it.
-  (void)at::zeros({1}, at::TensorOptions().device(device)).to(at::kCPU);
+  // One path for every accelerator: MPS, CUDA and plugin devices all register a device guard
+  // whose synchronizeDevice waits for the work queued on the device (and raises its errors).
+  const auto* guard = c10::impl::getDeviceGuardImpl(device.type());
+  guard->synchronizeDevice(device.has_index() ? device.index() : guard->getDevice().index());
 }
 
 }  // namespace mpscheck

@@ -2,6 +2,7 @@
 
 #include "core/execute.hpp"
 #include "core/plugin_host.hpp"
+#include "core/probe.hpp"
 #include "core/registry.hpp"
 #include "core/target.hpp"
 #include "core/worker_protocol.hpp"
@@ -142,7 +143,9 @@ int worker_main() {
     const auto request = nlohmann::json::parse(line);
     const std::string id = request.at("id").get<std::string>();
     CaseResult result;
-    if (const RegisteredWorkload* found = w.registry->find(id)) {
+    if (id == kProbeCaseId) {
+      result = run_probe(w.options.target);
+    } else if (const RegisteredWorkload* found = w.registry->find(id)) {
       result = execute_case(*found, w.options);
     } else {
       result.id = id;

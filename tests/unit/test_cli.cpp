@@ -70,7 +70,7 @@ TEST(Cli, ListAndSubcommands) {
 
 TEST(Cli, BadInputIsAUsageError) {
   EXPECT_THROW(parse({"--all", "--bogus"}), UsageError);
-  EXPECT_THROW(parse({"--all", "--target", "tpu"}), UsageError);
+  EXPECT_THROW(parse({"--all", "--target", "TPU"}), UsageError);
   EXPECT_THROW(parse({"--all", "--target", "cpu:int8"}), UsageError);
   EXPECT_THROW(parse({"--all", "--timeout", "0"}), UsageError);
   EXPECT_THROW(parse({"--all", "--timeout", "abc"}), UsageError);
@@ -82,7 +82,7 @@ TEST(Cli, BadInputIsAUsageError) {
 
 TEST(Cli, UsageErrorsSayWhatToDo) {
   try {
-    parse({"--all", "--target", "tpu"});
+    parse({"--all", "--target", "TPU"});
     FAIL();
   } catch (const UsageError& e) {
     EXPECT_NE(std::string(e.what()).find("use auto, cpu, mps or cuda"), std::string::npos) << e.what();

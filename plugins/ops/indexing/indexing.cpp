@@ -125,6 +125,23 @@ MPSCHECK_CATALOG(indexing_cases) {
              [](const Tensors& a) { return Tensors{at::index_select(a[0], 0, a[1])}; },
              "torch.index_select(x, 0, index)", false),
          {c10::kBool}, {contiguous, Variant::transposed("x")});
+  // Out-of-range indices must raise, as the CPU does; a kernel that zero-fills or reads past the
+  // end instead hides the caller's bug. The output is 1 when the op raised, 0 when it returned.
+  add_op(catalog,
+         def("index_select_out_of_range", {Arg::randn("x", {16, 8}), Arg::integers("index", {6}, 16, 24)},
+             [](const Tensors& a) {
+               try {
+                 (void)at::index_select(a[0], 0, a[1]).cpu();
+               } catch (const c10::Error&) {
+                 return Tensors{at::ones({1})};
+               }
+               return Tensors{at::zeros({1})};
+             },
+             "(lambda raised: (exec('try:\\n    torch.index_select(x, 0, index).cpu()\\nexcept (IndexError, "
+             "RuntimeError):\\n    raised.append(1)', {'torch': torch, 'x': x, 'index': index, 'raised': raised}), "
+             "torch.tensor([float(len(raised))]))[1])([])",
+             false),
+         {c10::kFloat}, {contiguous});
   {
     GatherCase c{"gather",
                  {Arg::randn("x", {32, 48})},

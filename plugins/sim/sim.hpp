@@ -1,0 +1,51 @@
+// The sim device's internals, shared by its runtime (sim_device.cpp) and its bug switchboard
+// (sim_bugs.cpp). Test-only: a PrivateUse1 backend named "sim" whose memory is protected pages.
+#pragma once
+
+#include <ATen/ATen.h>
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <ATen/core/stack.h>
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+namespace sim {
+
+// Makes the sim memory behind `tensors` readable and writable for the sim's own kernels while it
+// lives; outside one, sim memory is PROT_NONE, so host code that skips a copy faults at once.
+class Access {
+ public:
+  explicit Access(std::vector<at::Tensor> tensors);
+  ~Access();
+  Access(const Access&) = delete;
+  Access& operator=(const Access&) = delete;
+
+ private:
+  std::vector<at::Tensor> tensors_;  // keeps the storages alive while open
+  std::vector<void*> blocks_;
+};
+
+// The same values on the host (a copy).
+at::Tensor to_host(const at::Tensor& t);
+// Overwrites the sim tensor `dst` with host values `src` (same shape).
+void write_back(const at::Tensor& dst, const at::Tensor& src);
+
+// Allocator statistics.
+struct MemoryStats {
+  std::size_t current = 0, peak = 0, count = 0;
+};
+MemoryStats memory_stats();
+// Allocations past `bytes` in all fail with an out-of-memory error (SIZE_MAX: no limit).
+void set_memory_limit(std::size_t bytes);
+
+// The bug switchboard (MPSCHECK_SIM_BUGS=class[,class...]), read once at load.
+bool planted(const char* bug_class);
+// Runs a planted kernel for `op` if one is switched on and applies; false: run the plain fallback.
+bool run_planted(const c10::OperatorHandle& op, torch::jit::Stack* stack);
+// Called at every synchronize: raises a deferred kernel error (or hangs, with sync-hang).
+void at_synchronize();
+// A planted kernel error that surfaces only at the next synchronize (as on a real command queue).
+void defer_error(std::string message);
+
+}  // namespace sim

@@ -1,0 +1,222 @@
+// The bug switchboard: MPSCHECK_SIM_BUGS=class[,class...] plants kernel bugs in the sim device,
+// each modelled on a class of real MPS bugs. The plants sit under the ops the catalog's cases call
+// (mpscheck does not know they exist); tests/integration/test_sim_recall.cpp and scripts/recall.sh
+// check that the catalog finds each one, on the right op, and nothing else.
+#include "sim.hpp"
+
+#include <ATen/native/CPUFallback.h>
+#include <c10/util/Exception.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <mutex>
+#include <optional>
+#include <random>
+#include <set>
+#include <sstream>
+#include <thread>
+
+namespace sim {
+
+namespace {
+
+// Every class the switchboard knows; an unknown name in MPSCHECK_SIM_BUGS stops the process.
+// (A function, not a global: the device's static initialisers read the switchboard.)
+const std::set<std::string>& known_classes() {
+  static const std::set<std::string> classes = {
+    "transposed",      // gelu wrong only for non-contiguous inputs (pytorch#78511, #131736, #175187)
+    "size-threshold",  // addmm (Linear with bias) wrong from batch 9 (pytorch#109457)
+    "partial-tile",    // bmm: the last partial 16-column tile left zero
+    "int64-as-int32",  // sum/cumsum of int64 accumulated in int32
+    "bool-sum",        // sum of a bool tensor accumulated in uint8 (pytorch#125318's class)
+    "softmax-f16",     // float16 softmax without the max subtraction: NaN on long rows (pytorch#96602)
+    "unsupported-dtype",  // erf not implemented for bfloat16
+    "fallback",        // erfinv runs on the CPU with PyTorch's MPS fallback warning
+    "sync-error",      // hypot's error surfaces only at the next synchronize
+    "abort",           // logit aborts inside the kernel
+    "hang",            // logaddexp never returns
+    "oom-small",       // every allocation fails (the GitHub-hosted macOS runner symptom)
+    "backward",        // threshold_backward (ReLU's backward) wrong while the forward is right
+    "index-no-raise",  // index_select zero-fills out-of-range indices instead of raising
+    "nondeterministic",  // scatter_add loses a random update on every call (a race)
+    "slow",            // convolution ten times slower than the CPU
+    "sync-hang",       // synchronize never returns (a device that hangs: the probe's deadline)
+  };
+  return classes;
+}
+
+std::set<std::string> read_switchboard() {
+  std::set<std::string> on;
+  const char* env = std::getenv("MPSCHECK_SIM_BUGS");
+  if (!env) return on;
+  std::stringstream in(env);
+  for (std::string name; std::getline(in, name, ',');) {
+    if (name.empty()) continue;
+    if (!known_classes().count(name)) {
+      std::string known;
+      for (const auto& c : known_classes()) known += (known.empty() ? "" : ", ") + c;
+      std::fprintf(stderr, "sim: unknown bug class '%s' in MPSCHECK_SIM_BUGS; known: %s\n", name.c_str(),
+                   known.c_str());
+      std::exit(2);
+    }
+    on.insert(name);
+  }
+  return on;
+}
+
+const std::set<std::string>& switchboard() {
+  static const std::set<std::string> on = read_switchboard();
+  return on;
+}
+
+std::mutex g_pending_mutex;
+std::optional<std::string> g_pending_error;
+
+using Stack = torch::jit::Stack;
+
+const c10::IValue& arg(const c10::OperatorHandle& op, const Stack& s, size_t i) {
+  const size_t n = op.schema().arguments().size();
+  return s[s.size() - n + i];
+}
+
+at::Tensor result(const Stack& s) { return s.back().toTensor(); }
+
+// Runs the CPU kernel, then lets `edit` change the result's values on the host.
+template <class Edit>
+void run_then_edit(const c10::OperatorHandle& op, Stack* s, Edit edit) {
+  at::native::cpu_fallback(op, s);
+  const at::Tensor out = result(*s);
+  at::Tensor host = to_host(out).contiguous();
+  edit(host);
+  write_back(out, host);
+}
+
+// A kernel that reads its strided input as if it were contiguous (the memory it was handed).
+at::Tensor read_as_contiguous(const at::Tensor& x) {
+  const at::Tensor host = to_host(x);
+  const int64_t available = static_cast<int64_t>(x.storage().nbytes() / x.itemsize()) - x.storage_offset();
+  if (available < x.numel()) return host.flip(-1);  // a broadcast input: read past its one row
+  Access open({x});
+  const at::Tensor raw = at::from_blob(x.data_ptr(), {x.numel()}, x.options().device(at::kCPU));
+  return raw.clone().view(x.sizes());
+}
+
+bool is(const c10::OperatorHandle& op, const char* name) { return op.schema().operator_name().name == name; }
+
+}  // namespace
+
+bool planted(const char* bug_class) { return switchboard().count(bug_class) > 0; }
+
+void defer_error(std::string message) {
+  std::lock_guard<std::mutex> lock(g_pending_mutex);
+  if (!g_pending_error) g_pending_error = std::move(message);
+}
+
+void at_synchronize() {
+  if (planted("sync-hang"))
+    for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
+  std::optional<std::string> error;
+  {
+    std::lock_guard<std::mutex> lock(g_pending_mutex);
+    error.swap(g_pending_error);
+  }
+  if (error) TORCH_CHECK(false, *error);
+}
+
+bool run_planted(const c10::OperatorHandle& op, Stack* s) {
+  if (switchboard().empty()) return false;
+  const std::string& name = op.schema().operator_name().name;
+
+  if (planted("transposed") && is(op, "aten::gelu")) {
+    const at::Tensor x = arg(op, *s, 0).toTensor();
+    if (x.is_contiguous()) return false;
+    const std::string approximate(arg(op, *s, 1).toStringRef());
+    const at::Tensor wrong = at::gelu(read_as_contiguous(x), approximate);
+    run_then_edit(op, s, [&](at::Tensor& host) { host.copy_(wrong); });
+    return true;
+  }
+  if (planted("size-threshold") && is(op, "aten::addmm")) {
+    const at::Tensor mat1 = arg(op, *s, 1).toTensor();
+    if (mat1.size(0) < 9) return false;
+    run_then_edit(op, s, [](at::Tensor& host) { host.narrow(0, 8, host.size(0) - 8).add_(1.0); });
+    return true;
+  }
+  if (planted("partial-tile") && is(op, "aten::bmm")) {
+    const int64_t n = arg(op, *s, 1).toTensor().size(-1);
+    if (n % 16 == 0) return false;
+    const int64_t full = n / 16 * 16;
+    run_then_edit(op, s, [&](at::Tensor& host) { host.narrow(-1, full, n - full).zero_(); });
+    return true;
+  }
+  if (planted("int64-as-int32") && (is(op, "aten::sum") || is(op, "aten::cumsum"))) {
+    if (arg(op, *s, 0).toTensor().scalar_type() != at::kLong) return false;
+    run_then_edit(op, s, [](at::Tensor& host) { host.copy_(host.to(at::kInt).to(at::kLong)); });
+    return true;
+  }
+  if (planted("bool-sum") && is(op, "aten::sum")) {
+    if (arg(op, *s, 0).toTensor().scalar_type() != at::kBool) return false;
+    run_then_edit(op, s, [](at::Tensor& host) { host.copy_(host.remainder(256)); });
+    return true;
+  }
+  if (planted("softmax-f16") && is(op, "aten::_softmax")) {
+    const at::Tensor x = arg(op, *s, 0).toTensor();
+    const int64_t dim = c10::maybe_wrap_dim(arg(op, *s, 1).toInt(), x.dim());
+    if (x.scalar_type() != at::kHalf || x.size(dim) < 512) return false;
+    const at::Tensor e = at::exp(to_host(x));  // float16: overflows past 11.1
+    const at::Tensor naive = e / e.sum(dim, true);
+    run_then_edit(op, s, [&](at::Tensor& host) { host.copy_(naive); });
+    return true;
+  }
+  if (planted("unsupported-dtype") && is(op, "aten::erf")) {
+    if (arg(op, *s, 0).toTensor().scalar_type() != at::kBFloat16) return false;
+    TORCH_CHECK_NOT_IMPLEMENTED(false, "The operator 'aten::erf.out' is not currently implemented for the sim device "
+                                       "for BFloat16 inputs.");
+  }
+  if (planted("fallback") && is(op, "aten::erfinv")) {
+    TORCH_WARN("The operator 'aten::erfinv.out' is not currently supported on the MPS backend and will fall back to "
+               "run on the CPU. This may have performance implications.");
+    return false;
+  }
+  if (planted("sync-error") && is(op, "aten::hypot")) {
+    defer_error("sim: command buffer exited with error status (Internal Error 0000000e) after aten::hypot");
+    return false;
+  }
+  if (planted("abort") && is(op, "aten::logit")) {
+    std::fprintf(stderr, "sim: kernel assertion 'index < numel' failed in aten::logit\n");
+    std::fflush(stderr);
+    std::abort();
+  }
+  if (planted("hang") && is(op, "aten::logaddexp")) {
+    for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
+  }
+  if (planted("backward") && is(op, "aten::threshold_backward")) {
+    run_then_edit(op, s, [](at::Tensor& host) { host.mul_(0.5); });
+    return true;
+  }
+  if (planted("index-no-raise") && is(op, "aten::index_select")) {
+    const at::Tensor x = arg(op, *s, 0).toTensor();
+    const int64_t dim = c10::maybe_wrap_dim(arg(op, *s, 1).toInt(), x.dim());
+    const at::Tensor index = to_host(arg(op, *s, 2).toTensor()).to(at::kLong).reshape({-1});
+    const int64_t size = x.size(dim);
+    const at::Tensor bad = (index >= size) | (index < -size);
+    if (!bad.any().item<bool>()) return false;
+    at::Tensor out = at::index_select(to_host(x), dim, at::where(bad, at::zeros_like(index), index));
+    out.index_fill_(dim, bad.nonzero().reshape({-1}), 0);
+    torch::jit::drop(*s, op.schema().arguments().size());
+    s->emplace_back(out.to(x.device()));
+    return true;
+  }
+  if (planted("nondeterministic") && is(op, "aten::scatter_add")) {
+    static std::mt19937_64 race(std::random_device{}());
+    run_then_edit(op, s, [](at::Tensor& host) {
+      if (host.numel() == 0) return;
+      host.view(-1)[static_cast<int64_t>(race() % static_cast<uint64_t>(host.numel()))].add_(1);
+    });
+    return true;
+  }
+  (void)name;
+  return false;
+}
+
+}  // namespace sim
