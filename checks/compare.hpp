@@ -44,10 +44,8 @@ OutputReport compare_statistics(const std::string& name, const at::Tensor& refer
 //    when `rounded` is undefined). Each side's RMSE is taken over the elements where it is finite.
 //  - Per element, so that one wrong element is never diluted by sqrt(n): an element outside the
 //    plain tolerance `tol` must have |t - g| <= kElementMultiplier * max(|r - g|, |b - g|)
-//    + kSpreadMultiplier * baseline + kRoundingUnits * u * max(|g|, rms(g)) + tol.atol, where b is
-//    the baseline above at that element (left out where non-finite), u the target dtype's unit
-//    roundoff and rms(g) the output's RMS (an element smaller than that is a difference of larger
-//    intermediates, rounded at their magnitude).
+//    + kSpreadMultiplier * baseline + kRoundingUnits * u * |g| + tol.atol, where b is the baseline
+//    above at that element (left out where non-finite) and u the target dtype's unit roundoff.
 // Where gold is non-finite the target must hold the same non-finite value as gold or as float32;
 // where gold is finite, a non-finite target element is acceptable only when float32 holds the
 // same value there (both overflowed). rmse_target is then infinite, as a figure.
