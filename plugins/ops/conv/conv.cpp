@@ -26,7 +26,7 @@ OpDef conv(std::string op, std::vector<Arg> args, OpFn fn, std::string python,
            std::vector<std::string> tags = {}) {
   init_like_module(args);
   return OpDef{"conv", std::move(op), std::move(args), std::move(fn), std::move(python), true, {},
-               std::move(tags)};
+               std::move(tags), {}};
 }
 
 // Reduced precision is exercised by --target cpu:bfloat16/float16 on the float32 cases: with the

@@ -11,7 +11,7 @@ namespace {
 OpDef linalg(std::string op, std::vector<Arg> args, OpFn fn, std::string python, std::string tolerance,
              bool differentiable = true, std::vector<std::string> tags = {}) {
   return OpDef{"linalg", std::move(op), std::move(args), std::move(fn), std::move(python), differentiable,
-               std::move(tolerance), std::move(tags)};
+               std::move(tolerance), std::move(tags), {}};
 }
 
 // Reduced precision is exercised by --target cpu:bfloat16/float16 on the float32 cases: with the

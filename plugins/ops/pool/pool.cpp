@@ -9,7 +9,7 @@ namespace {
 OpDef pool(std::string op, std::vector<Arg> args, OpFn fn, std::string python, bool differentiable = true,
            std::vector<std::string> tags = {}) {
   return OpDef{"pool", std::move(op), std::move(args), std::move(fn), std::move(python), differentiable, {},
-               std::move(tags)};
+               std::move(tags), {}};
 }
 
 }  // namespace
