@@ -10,6 +10,7 @@ namespace mpscheck {
   X(markdown)                 \
   X(html)                     \
   X(bug_reports)              \
+  X(csv)                      \
   X(console)
 
 #define MPSCHECK_DECLARE_REPORTER(name) const Reporter& name##_reporter();

@@ -551,3 +551,33 @@ TEST(Reporters, EachFileFormatWritesItsRendererOutput) {
   EXPECT_NE(console.str().find("Summary (2 cases, target mps)"), std::string::npos) << console.str();
   std::filesystem::remove_all(dir);
 }
+
+// The CSV format (one file and one line in reports/reporters.cpp): a header, one row per case,
+// quoting that survives commas, quotes and newlines, empty cells where a figure does not apply.
+TEST(CsvReport, OneRowPerCaseQuotedAndEmptyWhereNotApplicable) {
+  RunReport report;
+  report.cases = {timed(make_case("op/unary/abs/f32/contiguous/forward", Status::Pass), 2.0),
+                  make_case("op/unary/exp/f32/contiguous/forward", Status::Mismatch, "out: 3, \"first\"\nat [7]"),
+                  make_case("op/unary/log/f32/contiguous/forward", Status::Crash)};
+  const Reporter* csv = nullptr;
+  for (const Reporter* r : reporters())
+    if (std::string(r->flag()) == "csv") csv = r;
+  ASSERT_NE(csv, nullptr) << "--csv is not registered in reports/reporters.cpp";
+  const auto path = std::filesystem::temp_directory_path() / ("mpscheck-csv-" + std::to_string(::getpid()) + ".csv");
+  std::ostringstream console;
+  csv->write(ReportContext{report, "", nullptr, nullptr, console, false}, path.string());
+  std::ifstream in(path, std::ios::binary);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::filesystem::remove(path);
+  std::vector<std::string> rows;
+  for (size_t at = 0, end; (end = text.find("\r\n", at)) != std::string::npos; at = end + 2)
+    rows.push_back(text.substr(at, end - at));
+  ASSERT_EQ(rows.size(), 4u) << text;  // the quoted message's newline is inside a cell, not a row end
+  EXPECT_EQ(rows[0].rfind("id,status,", 0), 0u);
+  EXPECT_NE(rows[1].find(",pass,"), std::string::npos);
+  EXPECT_NE(rows[1].find(",2,faster,"), std::string::npos) << rows[1];
+  EXPECT_NE(rows[2].find(",mismatch,"), std::string::npos);
+  EXPECT_NE(rows[2].find(",0.5,0.1,"), std::string::npos) << rows[2];
+  EXPECT_NE(rows[2].find("\"out: 3, \"\"first\"\"\nat [7]\""), std::string::npos) << rows[2];
+  EXPECT_NE(rows[3].find(",crash,,,,,,,,,,"), std::string::npos) << rows[3];
+}
