@@ -484,7 +484,7 @@ int run_mpscheck(int argc, char** argv) {
     regressed = c.regressed();
   }
   for (const auto& c : report.cases)
-    if (c.expected || c.unexpected_pass) std::cout << (c.unexpected_pass ? "unexpected pass: " : "expected: ") << c.id << " — " << c.expectation << '\n';
+    if (c.expected || c.unexpected_pass) std::cout << (c.unexpected_pass ? "unexpected pass: " : "known failure: ") << c.id << " — " << c.expectation << '\n';
   if (written != Written::All) return kExitUsage;
   if (g_interrupted) {
     std::cerr << "mpscheck: interrupted; " << report.cases.size() << " finished cases are in " << path
