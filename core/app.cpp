@@ -14,6 +14,7 @@
 #include "core/workflow.hpp"
 #include "reports/bug_report.hpp"
 #include "reports/console.hpp"
+#include "reports/reporter.hpp"
 #include "reports/writers.hpp"
 #include "reports/report.hpp"
 
@@ -77,17 +78,23 @@ std::optional<std::string> unwritable_folder(const std::string& flag, const std:
   return unwritable_file(flag, (fs::path(dir) / ".mpscheck-write-test").string());
 }
 
+// Where a reporter writes in this run: its flag's value, else its default; empty: not asked for.
+std::string destination_of(const Config& cfg, const Reporter& r) {
+  const auto it = cfg.report_destinations.find(r.flag());
+  return it != cfg.report_destinations.end() ? it->second : r.default_destination(cfg.report_dir);
+}
+
 // Every destination of the run, checked before the first case.
 std::optional<std::string> unwritable_outputs(const Config& cfg) {
   if (auto bad = unwritable_folder("--report-dir", cfg.report_dir)) return bad;
-  if (auto bad = unwritable_file(cfg.json_path.empty() ? "the JSON report" : "--json", cfg.report_path())) return bad;
-  const std::pair<const char*, const std::string*> files[] = {
-      {"--junit", &cfg.junit_path}, {"--markdown", &cfg.markdown_path}, {"--html", &cfg.html_path}};
-  for (const auto& [flag, path] : files)
-    if (!path->empty())
-      if (auto bad = unwritable_file(flag, *path)) return bad;
-  if (!cfg.bug_reports_dir.empty())
-    if (auto bad = unwritable_folder("--bug-reports", cfg.bug_reports_dir)) return bad;
+  for (const Reporter* r : reporters()) {
+    const std::string dest = destination_of(cfg, *r);
+    if (dest.empty() || r->destination() == Destination::Console) continue;
+    const bool given = cfg.report_destinations.count(r->flag()) > 0;
+    const std::string label = given ? fmt::format("--{}", r->flag()) : fmt::format("the default --{}", r->flag());
+    auto bad = r->destination() == Destination::Folder ? unwritable_folder(label, dest) : unwritable_file(label, dest);
+    if (bad) return bad;
+  }
   return std::nullopt;
 }
 
@@ -116,24 +123,31 @@ ReproTarget repro_target(const TargetSpec& spec, std::uint64_t seed, bool quick)
   return rt;
 }
 
-// JUnit, Markdown (and $GITHUB_STEP_SUMMARY), HTML: whatever was asked for. Returns false on failure.
-bool write_extra_reports(const Config& cfg, const RunReport& report) {
-  try {
-    if (!cfg.junit_path.empty()) write_text_report(cfg.junit_path, render_junit(report));
-    if (!cfg.html_path.empty()) write_text_report(cfg.html_path, render_html(report));
-    if (!cfg.markdown_path.empty() || std::getenv("GITHUB_STEP_SUMMARY")) {
-      const std::string md = render_markdown(report);
-      if (!cfg.markdown_path.empty()) write_text_report(cfg.markdown_path, md);
-      if (const char* summary = std::getenv("GITHUB_STEP_SUMMARY"); summary && *summary) {
-        std::ofstream out(summary, std::ios::app);
-        out << md << '\n';
+// Writes the reports a run or a merge was asked for, in the order of reports/reporters.cpp: the
+// JSON record first. If the record cannot be written nothing else is tried and the caller says
+// where the results still are; a later report that fails is named and the others still written.
+enum class Written { All, RecordFailed, SomeFailed };
+Written write_reports(const Config& cfg, const ReportContext& ctx, bool merging) {
+  Written result = Written::All;
+  for (const Reporter* r : reporters()) {
+    if (merging && !r->in_merge()) continue;
+    const bool record = std::string(r->flag()) == "json";
+    const std::string dest = destination_of(cfg, *r);
+    if (dest.empty() && !r->runs_without_destination()) continue;
+    try {
+      r->write(ctx, dest);
+    } catch (const ReportError& e) {
+      std::cerr << "mpscheck: " << e.what();
+      if (record) {
+        if (!merging) std::cerr << "; the journal " << cfg.journal_path() << " still has every result";
+        std::cerr << '\n';
+        return Written::RecordFailed;
       }
+      std::cerr << '\n';
+      result = Written::SomeFailed;
     }
-  } catch (const ReportError& e) {
-    std::cerr << "mpscheck: " << e.what() << '\n';
-    return false;
   }
-  return true;
+  return result;
 }
 
 int compare_command(const Config& cfg) {
@@ -150,8 +164,11 @@ int compare_command(const Config& cfg) {
 }
 
 int merge_command(const Config& cfg) {
-  for (const auto& [flag, path] : {std::pair<const char*, std::string>{"-o", cfg.output_path}, {"--junit", cfg.junit_path},
-                                   {"--markdown", cfg.markdown_path}, {"--html", cfg.html_path}}) {
+  std::vector<std::pair<std::string, std::string>> files{{"-o", cfg.output_path}};
+  for (const Reporter* r : reporters())
+    if (r->in_merge() && r->destination() == Destination::File && cfg.report_destinations.count(r->flag()))
+      files.emplace_back(fmt::format("--{}", r->flag()), cfg.report_destinations.at(r->flag()));
+  for (const auto& [flag, path] : files) {
     if (path.empty()) continue;
     if (auto bad = unwritable_file(flag, path)) {
       std::cerr << "mpscheck: " << *bad << '\n';
@@ -160,8 +177,10 @@ int merge_command(const Config& cfg) {
   }
   try {
     const RunReport merged = merge_reports(cfg.arguments);
-    write_json_report(cfg.output_path, merged);
-    if (!write_extra_reports(cfg, merged)) return kExitUsage;
+    Config out = cfg;  // the merged record goes to -o
+    out.report_destinations["json"] = cfg.output_path;
+    const ReportContext ctx{merged, cfg.output_path, nullptr, nullptr, std::cout, false};
+    if (write_reports(out, ctx, /*merging=*/true) != Written::All) return kExitUsage;
     const auto counts = count_by_status(merged.cases);
     std::cout << fmt::format("merged {} reports: {} cases into {}\n", cfg.arguments.size(), merged.cases.size(),
                              cfg.output_path);
@@ -449,27 +468,15 @@ int run_mpscheck(int argc, char** argv) {
 
   if (!expectations.empty()) apply_expectations(expectations, report.environment, target.spec.str(), report.cases);
   const std::string path = cfg.report_path();
-  try {
-    write_json_report(path, report);
-  } catch (const ReportError& e) {
-    std::cerr << "mpscheck: " << e.what() << "; the journal " << cfg.journal_path() << " still has every result\n";
-    return kExitUsage;
-  }
-  const bool extra_ok = write_extra_reports(cfg, report);
-  if (!cfg.bug_reports_dir.empty()) {
-    std::filesystem::create_directories(cfg.bug_reports_dir, ec);
-    const ReproTarget rt = repro_target(target.spec, cfg.seed, cfg.quick);
-    int written = 0;
-    for (const auto& c : report.cases) {
-      if (!is_finding(c.status)) continue;
-      const RegisteredWorkload* w = registry->find(c.id);
-      std::ofstream out(cfg.bug_reports_dir + "/" + case_file_name(c.id) + ".md");
-      out << render_bug_report(c.id, &c, w ? w->workload : nullptr, report.environment, rt);
-      written += out.good() ? 1 : 0;
-    }
-    std::cerr << "mpscheck: wrote " << written << " bug reports into " << cfg.bug_reports_dir << '\n';
-  }
-  console.summary(report, path);
+  const ReproTarget rt = repro_target(target.spec, cfg.seed, cfg.quick);
+  const ReportContext ctx{report, path, &rt,
+                          [&](const std::string& id) -> const Workload* {
+                            const RegisteredWorkload* w = registry->find(id);
+                            return w ? w->workload : nullptr;
+                          },
+                          std::cout, use_color(STDOUT_FILENO)};
+  const Written written = write_reports(cfg, ctx, /*merging=*/false);
+  if (written == Written::RecordFailed) return kExitUsage;
   bool regressed = false;
   if (baseline) {
     const Comparison c = compare_reports(*baseline, report);
@@ -477,8 +484,8 @@ int run_mpscheck(int argc, char** argv) {
     regressed = c.regressed();
   }
   for (const auto& c : report.cases)
-    if (c.expected || c.unexpected_pass) std::cout << (c.unexpected_pass ? "unexpected pass: " : "expected: ") << c.id << " — " << c.expectation << '\n';
-  if (!extra_ok) return kExitUsage;
+    if (c.expected || c.unexpected_pass) std::cout << (c.unexpected_pass ? "unexpected pass: " : "known failure: ") << c.id << " — " << c.expectation << '\n';
+  if (written != Written::All) return kExitUsage;
   if (g_interrupted) {
     std::cerr << "mpscheck: interrupted; " << report.cases.size() << " finished cases are in " << path
               << "; run again with --resume to finish\n";

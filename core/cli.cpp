@@ -1,6 +1,7 @@
 #include "core/config.hpp"
 #include "core/version.hpp"
 #include "core/workflow.hpp"
+#include "reports/reporter.hpp"
 
 #include <cstdlib>
 
@@ -43,12 +44,10 @@ po::options_description visible_options() {
   po::options_description out("Reports");
   out.add_options()
       ("report-dir", po::value<std::string>()->default_value("mpscheck-report"),
-       "folder for the journal and default reports")
-      ("json", po::value<std::string>(), "write the JSON report to FILE (default REPORT-DIR/report.json)")
-      ("junit", po::value<std::string>(), "write JUnit XML (GoogleTest's shape) to FILE")
-      ("markdown", po::value<std::string>(), "write a Markdown summary to FILE (also appended to $GITHUB_STEP_SUMMARY)")
-      ("html", po::value<std::string>(), "write a self-contained HTML report to FILE")
-      ("bug-reports", po::value<std::string>(), "write one Markdown bug report per finding into DIR")
+       "folder for the journal and default reports");
+  for (const Reporter* r : reporters())  // one flag per report format
+    if (*r->flag()) out.add_options()(r->flag(), po::value<std::string>(), r->help());
+  out.add_options()
       ("expect", po::value<std::string>(), "known failures (see README): only unexpected results fail the run")
       ("baseline", po::value<std::string>(), "an earlier report.json: print regressions and fixes; a regression fails the run")
       ("shard", po::value<std::string>(), "run shard I of N (I/N, 1-based), or 'auto': the shard GTEST_SHARD_INDEX/GTEST_TOTAL_SHARDS name")
@@ -59,11 +58,15 @@ po::options_description visible_options() {
   misc.add_options()
       ("help,h", "show this help")
       ("version", "show the version");
+  std::string merge_reports;  // the formats merge can write besides its JSON
+  for (const Reporter* r : reporters())
+    if (r->in_merge() && r->destination() == Destination::File && std::string(r->flag()) != "json")
+      merge_reports += fmt::format("{}--{} F", merge_reports.empty() ? "" : " ", r->flag());
   po::options_description all("Usage: mpscheck [--all | --ops | --models | --filter REGEX] [options]\n"
                               "       mpscheck env\n"
                               "       mpscheck repro CASE_ID [--target T] [--from REPORT.json] [--script]\n"
                               "       mpscheck compare OLD.json NEW.json\n"
-                              "       mpscheck merge A.json B.json ... -o OUT.json [--junit F --markdown F --html F]\n");
+                              "       mpscheck merge A.json B.json ... -o OUT.json [" + merge_reports + "]\n");
   all.add(select).add(run).add(out).add(misc);
   return all;
 }
@@ -158,14 +161,11 @@ Config parse_command_line(int argc, const char* const* argv, std::string* out_te
   c.default_plugins = vm.count("no-default-plugins") == 0;
   c.resume = vm.count("resume") > 0;
   c.report_dir = vm["report-dir"].as<std::string>();
-  if (vm.count("json")) c.json_path = vm["json"].as<std::string>();
+  for (const Reporter* r : reporters())
+    if (*r->flag() && vm.count(r->flag())) c.report_destinations[r->flag()] = vm[r->flag()].as<std::string>();
   auto text = [&](const char* key, std::string& out) {
     if (vm.count(key)) out = vm[key].as<std::string>();
   };
-  text("junit", c.junit_path);
-  text("markdown", c.markdown_path);
-  text("html", c.html_path);
-  text("bug-reports", c.bug_reports_dir);
   text("expect", c.expect_path);
   text("baseline", c.baseline_path);
   text("shard", c.shard);

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <stdexcept>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -24,7 +25,6 @@ struct Config {
   double timeout_s = 0;        // 0: per kind (see default_timeout)
   double min_time_s = -1;      // timing budget per side; <0: 0.2 s, or 0.02 s with --quick (5,722 op cases in minutes)
   std::string report_dir = "mpscheck-report";
-  std::string json_path;       // default <report_dir>/report.json
   std::vector<std::string> plugin_dirs;
   bool default_plugins = true; // load the plugins shipped next to the binary
   bool resume = false;
@@ -32,8 +32,7 @@ struct Config {
   std::string model_path;              // --model FILE.pt
   std::vector<std::string> model_inputs;  // --input SPEC, in the model's argument order
   bool train = false;                  // --train: also compare parameter gradients
-  std::string junit_path, markdown_path, html_path;
-  std::string bug_reports_dir;         // --bug-reports DIR: one Markdown issue body per finding
+  std::map<std::string, std::string> report_destinations;  // reporter flag -> FILE or DIR (reports/reporters.cpp)
   std::string expect_path;             // --expect FILE: known failures
   std::string baseline_path;           // --baseline OLD.json: regressions and fixes
   std::string shard;                   // --shard I/N, or --shard auto: GTEST_SHARD_INDEX/GTEST_TOTAL_SHARDS
@@ -46,7 +45,10 @@ struct Config {
   double timeout_for_model() const { return timeout_s > 0 ? timeout_s : (quick ? 300 : 1800); }
   double timeout_for_op() const { return timeout_s > 0 ? timeout_s : (quick ? 60 : 300); }
   std::string journal_path() const { return report_dir + "/journal.jsonl"; }
-  std::string report_path() const { return json_path.empty() ? report_dir + "/report.json" : json_path; }
+  std::string report_path() const {
+    const auto it = report_destinations.find("json");
+    return it == report_destinations.end() ? report_dir + "/report.json" : it->second;
+  }
 };
 
 // Bad command line: the message is one line saying what is wrong and what to do.

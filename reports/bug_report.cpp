@@ -1,12 +1,17 @@
 #include "reports/bug_report.hpp"
 
+#include "reports/reporter.hpp"
+#include "reports/writers.hpp"
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+
+#include <filesystem>
+#include <iostream>
 
 namespace mpscheck {
 
 namespace {
-std::string shape_text(const std::vector<std::int64_t>& s) { return fmt::format("[{}]", fmt::join(s, ", ")); }
 
 // Keeps a message inside a Markdown table cell.
 std::string cell(std::string s) {
@@ -79,6 +84,38 @@ std::string render_bug_report(const std::string& case_id, const CaseResult* r, c
   }
   md += "```\n";
   return md;
+}
+
+namespace {
+
+// One Markdown issue body per finding, named after the case, into a folder.
+class BugReports final : public Reporter {
+ public:
+  const char* flag() const override { return "bug-reports"; }
+  const char* help() const override { return "write one Markdown bug report per finding into DIR"; }
+  Destination destination() const override { return Destination::Folder; }
+  bool in_merge() const override { return false; }  // a reproducer needs the loaded case
+  void write(const ReportContext& ctx, const std::string& dir) const override {
+    if (!ctx.repro) return;  // merge: no loaded cases
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    int written = 0;
+    for (const auto& c : ctx.report.cases) {
+      if (!is_finding(c.status)) continue;
+      const Workload* w = ctx.workload ? ctx.workload(c.id) : nullptr;
+      write_text_report(dir + "/" + case_file_name(c.id) + ".md",
+                        render_bug_report(c.id, &c, w, ctx.report.environment, *ctx.repro));
+      ++written;
+    }
+    std::cerr << "mpscheck: wrote " << written << " bug reports into " << dir << '\n';
+  }
+};
+
+}  // namespace
+
+const Reporter& bug_reports_reporter() {
+  static const BugReports reporter;
+  return reporter;
 }
 
 }  // namespace mpscheck

@@ -1,7 +1,9 @@
 #include "reports/console.hpp"
+#include "reports/reporter.hpp"
 
 #include "checks/recommend.hpp"
 #include "reports/escape.hpp"
+#include "reports/writers.hpp"
 
 #include <fmt/format.h>
 
@@ -16,12 +18,6 @@ bool use_color(int fd) {
   return isatty(fd) && (no_color == nullptr || no_color[0] == '\0');
 }
 
-std::string format_seconds(double s) {
-  if (s <= 0) return "-";
-  if (s < 1e-3) return fmt::format("{:.1f} us", s * 1e6);
-  if (s < 1) return fmt::format("{:.2f} ms", s * 1e3);
-  return fmt::format("{:.2f} s", s);
-}
 
 std::string ConsoleReporter::paint(const std::string& text, Status status) const {
   if (!color_) return text;
@@ -110,6 +106,29 @@ void ConsoleReporter::summary(const RunReport& report, const std::string& report
   }
   out_ << "\nReport: " << report_path << '\n';
   out_.flush();
+}
+
+namespace {
+
+// The summary on standard output when the run ends (the live lines come from ConsoleReporter's
+// case_started/case_finished during the run).
+class ConsoleSummary final : public Reporter {
+ public:
+  const char* flag() const override { return ""; }
+  const char* help() const override { return "totals, findings, speed and recommendations on standard output"; }
+  Destination destination() const override { return Destination::Console; }
+  bool runs_without_destination() const override { return true; }
+  bool in_merge() const override { return false; }  // merge prints its own one line
+  void write(const ReportContext& ctx, const std::string&) const override {
+    ConsoleReporter(ctx.console, false, ctx.color).summary(ctx.report, ctx.json_path);
+  }
+};
+
+}  // namespace
+
+const Reporter& console_reporter() {
+  static const ConsoleSummary reporter;
+  return reporter;
 }
 
 }  // namespace mpscheck

@@ -27,6 +27,4 @@ class ConsoleReporter {
 // Whether colours are allowed: a terminal, and NO_COLOR unset (https://no-color.org).
 bool use_color(int fd);
 
-std::string format_seconds(double s);
-
 }  // namespace mpscheck

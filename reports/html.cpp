@@ -1,5 +1,5 @@
 #include "core/version.hpp"
-#include "reports/console.hpp"
+#include "reports/reporter.hpp"
 #include "reports/escape.hpp"
 #include "reports/writers.hpp"
 
@@ -452,6 +452,24 @@ std::string render_html(const RunReport& report) {
 
   h += std::string("<script>") + kScript + "</script>\n</body>\n</html>\n";
   return h;
+}
+
+namespace {
+
+class HtmlReport final : public Reporter {
+ public:
+  const char* flag() const override { return "html"; }
+  const char* help() const override { return "write a self-contained HTML report to FILE"; }
+  void write(const ReportContext& ctx, const std::string& path) const override {
+    write_text_report(path, render_html(ctx.report));
+  }
+};
+
+}  // namespace
+
+const Reporter& html_reporter() {
+  static const HtmlReport reporter;
+  return reporter;
 }
 
 }  // namespace mpscheck

@@ -1,5 +1,8 @@
 #include "reports/report.hpp"
 
+#include "reports/reporter.hpp"
+#include "reports/writers.hpp"
+
 #include "core/untrusted_json.hpp"
 #include "core/version.hpp"
 
@@ -30,19 +33,7 @@ nlohmann::json report_to_json(const RunReport& report) {
 }
 
 void write_json_report(const std::string& path, const RunReport& report) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  const fs::path target(path);
-  if (target.has_parent_path()) fs::create_directories(target.parent_path(), ec);
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    if (!out) throw ReportError(fmt::format("cannot write the JSON report {}: check the folder exists and is writable", path));
-    out << report_to_json(report).dump(2) << '\n';
-    if (!out) throw ReportError(fmt::format("writing the JSON report {} failed (disk full?)", path));
-  }
-  fs::rename(tmp, target, ec);
-  if (ec) throw ReportError(fmt::format("cannot move the JSON report into place at {}: {}", path, ec.message()));
+  write_text_report(path, report_to_json(report).dump(2) + "\n");
 }
 
 RunReport read_json_report(const std::string& path) {
@@ -79,6 +70,25 @@ RunReport read_json_report(const std::string& path) {
     throw ReportError(fmt::format("{}: a case entry is malformed ({})", path, e.what()));
   }
   return r;
+}
+
+namespace {
+
+// The record of the run: every case with its figures. Always written, by default into the
+// report folder; compare, merge, --baseline and repro --from read it back.
+class JsonReport final : public Reporter {
+ public:
+  const char* flag() const override { return "json"; }
+  const char* help() const override { return "write the JSON report to FILE (default REPORT-DIR/report.json)"; }
+  std::string default_destination(const std::string& report_dir) const override { return report_dir + "/report.json"; }
+  void write(const ReportContext& ctx, const std::string& path) const override { write_json_report(path, ctx.report); }
+};
+
+}  // namespace
+
+const Reporter& json_reporter() {
+  static const JsonReport reporter;
+  return reporter;
 }
 
 }  // namespace mpscheck

@@ -1,4 +1,5 @@
 #include "reports/escape.hpp"
+#include "reports/reporter.hpp"
 #include "reports/writers.hpp"
 
 #include <fmt/format.h>
@@ -15,110 +16,6 @@
 #include <unistd.h>
 
 namespace mpscheck {
-
-CaseName split_case_id(const CaseResult& c) {
-  const std::string& id = c.id;
-  const auto first = id.find('/');
-  if (first == std::string::npos) return {c.kind.empty() ? "other" : c.kind, id};
-  const std::string head = id.substr(0, first);
-  if (head == "op") {
-    const auto second = id.find('/', first + 1);
-    if (second == std::string::npos) return {"op", id.substr(first + 1)};
-    return {id.substr(0, second), id.substr(second + 1)};
-  }
-  return {head, id.substr(first + 1)};
-}
-
-int severity(Status s) {
-  switch (s) {
-    case Status::Skip: return 0;
-    case Status::Pass: return 1;
-    case Status::Fallback: return 2;
-    case Status::Unsupported: return 3;
-    case Status::Error: return 4;
-    case Status::Mismatch: return 5;
-    case Status::Nan: return 6;
-    case Status::Timeout: return 7;
-    case Status::Crash: return 8;
-  }
-  return 0;
-}
-
-namespace {
-// A target NaN/Inf the reference lacks counts as the largest error, whatever the finite figures say.
-double max_over_outputs(const CaseResult& c, double OutputReport::*field) {
-  double worst = -1;
-  for (const auto& o : c.outputs) {
-    const double v = o.*field;
-    const bool new_non_finite = o.nan_target + o.inf_target > o.nan_reference + o.inf_reference;
-    if (std::isnan(v) || new_non_finite) return std::numeric_limits<double>::infinity();
-    worst = std::max(worst, v);
-  }
-  return worst;
-}
-
-std::string shape_text(const std::vector<std::int64_t>& shape) {
-  return fmt::format("[{}]", fmt::join(shape, ", "));
-}
-}  // namespace
-
-double max_abs_error(const CaseResult& c) { return max_over_outputs(c, &OutputReport::max_abs); }
-double max_rel_error(const CaseResult& c) { return max_over_outputs(c, &OutputReport::max_rel); }
-
-std::string error_text(double error) {
-  if (error < 0) return "-";
-  return std::isfinite(error) ? format_figure(error) : "NaN/Inf";
-}
-
-std::string finding_detail(const CaseResult& c) {
-  std::string d = fmt::format("{}: {}\n", to_string(c.status), c.message.empty() ? "(no message)" : c.message);
-  d += fmt::format("target: {}{}\n", c.target.empty() ? "?" : c.target, c.dtype.empty() ? "" : " (computed in " + c.dtype + ")");
-  if (c.rtol > 0 || c.atol > 0) d += fmt::format("tolerance: rtol {} atol {}\n", format_figure(c.rtol), format_figure(c.atol));
-  if (!c.signal.empty()) d += fmt::format("signal: {}\n", c.signal);
-  for (const auto& o : c.outputs) {
-    if (o.ok) continue;
-    d += fmt::format("output {} {} {}: max abs error {}, max rel error {}, {} of {} elements outside tolerance\n", o.name,
-                     shape_text(o.shape), o.target_dtype, format_figure(o.max_abs), format_figure(o.max_rel), o.mismatches,
-                     o.numel);
-    if (o.first_mismatch >= 0) d += fmt::format("  first mismatch at flat index {}\n", o.first_mismatch);
-    d += fmt::format("  at the largest error: reference {:.7g}, target {:.7g}\n", o.reference_value, o.target_value);
-    if (o.nan_target + o.inf_target + o.nan_reference + o.inf_reference > 0)
-      d += fmt::format("  NaN/Inf: reference {}/{}, target {}/{}\n", o.nan_reference, o.inf_reference, o.nan_target,
-                       o.inf_target);
-    if (!o.note.empty()) d += fmt::format("  note: {}\n", o.note);
-  }
-  if (!c.plugin.empty()) d += fmt::format("plugin: {}\n", c.plugin);
-  d += fmt::format("reproduce: mpscheck repro '{}'", c.id);
-  return d;
-}
-
-std::string json_value_text(const nlohmann::json& value) {
-  if (value.is_string()) return value.get<std::string>();
-  if (value.is_null()) return "-";
-  if (value.is_array()) {
-    std::string out;
-    for (const auto& v : value) out += (out.empty() ? "" : ", ") + json_value_text(v);
-    return out.empty() ? "(none)" : out;
-  }
-  if (value.is_object()) {
-    std::string out;
-    for (const auto& [k, v] : value.items()) out += (out.empty() ? "" : "; ") + k + "=" + json_value_text(v);
-    return out.empty() ? "(none)" : out;
-  }
-  return value.dump();
-}
-
-std::vector<std::string> environment_keys(const nlohmann::json& environment) {
-  static const char* const kFirst[] = {"torch_version", "target", "os", "cpu", "cores", "threads", "blas",
-                                       "accelerators", "variables", "mpscheck_version", "seed"};
-  std::vector<std::string> keys;
-  if (!environment.is_object()) return keys;
-  for (const char* k : kFirst)
-    if (environment.contains(k)) keys.emplace_back(k);
-  for (const auto& [k, v] : environment.items())
-    if (std::find(keys.begin(), keys.end(), k) == keys.end()) keys.push_back(k);
-  return keys;
-}
 
 std::string render_junit(const RunReport& report) {
   // Suites in name order so two runs of the same selection diff cleanly.
@@ -181,31 +78,22 @@ std::string render_junit(const RunReport& report) {
   return xml;
 }
 
-void write_text_report(const std::string& path, const std::string& text) {
-  namespace fs = std::filesystem;
-  const fs::path target(path);
-  std::error_code ec;
-  if (target.has_parent_path()) fs::create_directories(target.parent_path(), ec);
-  // Unique per process so two runs writing the same report never share a temporary file.
-  const std::string tmp = fmt::format("{}.tmp.{}", path, static_cast<long>(::getpid()));
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out)
-      throw ReportError(fmt::format("cannot write the report {}: {} (check the folder exists and is writable)", path,
-                                    std::strerror(errno)));
-    out.write(text.data(), static_cast<std::streamsize>(text.size()));
-    out.close();
-    if (!out) {
-      fs::remove(tmp, ec);
-      throw ReportError(fmt::format("writing the report {} failed (disk full?)", path));
-    }
+namespace {
+
+class JunitReport final : public Reporter {
+ public:
+  const char* flag() const override { return "junit"; }
+  const char* help() const override { return "write JUnit XML (GoogleTest's shape) to FILE"; }
+  void write(const ReportContext& ctx, const std::string& path) const override {
+    write_text_report(path, render_junit(ctx.report));
   }
-  fs::rename(tmp, target, ec);
-  if (ec) {
-    std::error_code ignored;
-    fs::remove(tmp, ignored);
-    throw ReportError(fmt::format("cannot move the report into place at {}: {}", path, ec.message()));
-  }
+};
+
+}  // namespace
+
+const Reporter& junit_reporter() {
+  static const JunitReport reporter;
+  return reporter;
 }
 
 }  // namespace mpscheck

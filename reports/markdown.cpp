@@ -1,10 +1,12 @@
-#include "reports/console.hpp"
 #include "reports/escape.hpp"
+#include "reports/reporter.hpp"
 #include "reports/writers.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <fstream>
 
 namespace mpscheck {
 
@@ -95,6 +97,39 @@ std::string render_markdown(const RunReport& report) {
   if (report.run.contains("command"))
     md += fmt::format("- **command**: {}\n", markdown_escape(shorten(json_value_text(report.run.at("command")), 300)));
   return md;
+}
+
+namespace {
+
+// To FILE, and appended to the job summary when GitHub Actions sets $GITHUB_STEP_SUMMARY.
+class MarkdownReport final : public Reporter {
+ public:
+  const char* flag() const override { return "markdown"; }
+  const char* help() const override {
+    return "write a Markdown summary to FILE (also appended to $GITHUB_STEP_SUMMARY)";
+  }
+  bool runs_without_destination() const override { return step_summary() != nullptr; }
+  void write(const ReportContext& ctx, const std::string& path) const override {
+    const std::string md = render_markdown(ctx.report);
+    if (!path.empty()) write_text_report(path, md);
+    if (const char* summary = step_summary()) {
+      std::ofstream out(summary, std::ios::app);
+      out << md << '\n';
+    }
+  }
+
+ private:
+  static const char* step_summary() {
+    const char* s = std::getenv("GITHUB_STEP_SUMMARY");
+    return s && *s ? s : nullptr;
+  }
+};
+
+}  // namespace
+
+const Reporter& markdown_reporter() {
+  static const MarkdownReport reporter;
+  return reporter;
 }
 
 }  // namespace mpscheck

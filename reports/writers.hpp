@@ -1,5 +1,6 @@
-// JUnit XML, Markdown and HTML reports, each rendered from the one result model (RunReport).
-// Rendering is pure (report in, text out); write_text_report puts the text on disk.
+// The file reports' renderers (JUnit XML, Markdown, HTML), each rendered from the one result
+// model (RunReport), and the helpers they share (reports/common.cpp). Rendering is pure (report
+// in, text out); write_text_report puts the text on disk. Each format's Reporter is in its file.
 #pragma once
 
 #include "reports/report.hpp"
@@ -20,11 +21,11 @@ std::string render_markdown(const RunReport& report);
 // sortable tables, speedup and error charts, an operator x dtype coverage matrix.
 std::string render_html(const RunReport& report);
 
-// Writes `text` to `path` atomically (temporary file in the same folder, then rename),
-// creating the folder. Throws ReportError naming the path.
+// The one atomic file writer: `text` to `path` through a temporary file in the same folder,
+// then a rename, creating the folder. Throws ReportError naming the path.
 void write_text_report(const std::string& path, const std::string& text);
 
-// Shared by the writers (defined in junit.cpp).
+// Shared by the writers (reports/common.cpp).
 
 // Where a case sits in JUnit and in charts: suite "op/<family>" or "model", name the rest of the id.
 struct CaseName {
@@ -52,5 +53,11 @@ std::string json_value_text(const nlohmann::json& value);
 
 // Environment keys in the order a reader wants them (torch, target, OS, chip first), then the rest.
 std::vector<std::string> environment_keys(const nlohmann::json& environment);
+
+// "12.3 us", "1.23 ms", "4.50 s"; "-" for zero or negative.
+std::string format_seconds(double s);
+
+// A shape as "[2, 3]".
+std::string shape_text(const std::vector<std::int64_t>& shape);
 
 }  // namespace mpscheck

@@ -1,7 +1,9 @@
 #include "checks/recommend.hpp"
 #include "reports/console.hpp"
 #include "reports/escape.hpp"
+#include "reports/bug_report.hpp"
 #include "reports/report.hpp"
+#include "reports/reporter.hpp"
 #include "reports/writers.hpp"
 
 #include <gtest/gtest.h>
@@ -14,6 +16,7 @@
 #include <limits>
 #include <map>
 #include <regex>
+#include <set>
 #include <sstream>
 #include <vector>
 
@@ -497,4 +500,84 @@ TEST(FallbackStatus, EveryReportCountsIt) {
   const auto classes = summarize_classes(report.cases);
   EXPECT_EQ(classes.at("op/linalg").keep_on_cpu, 1);
   EXPECT_EQ(classes.at("op/linalg").recommendation(), "keep on CPU");
+}
+
+// Every format goes through reports/reporters.cpp: a flag each (the console has none), the JSON
+// record first and the console summary last, and each file format writes what its renderer
+// renders, through the one atomic writer.
+TEST(Reporters, OneListWithUniqueFlagsRecordFirstConsoleLast) {
+  const auto& all = reporters();
+  ASSERT_GE(all.size(), 6u);
+  EXPECT_STREQ(all.front()->flag(), "json");
+  EXPECT_EQ(all.back()->destination(), Destination::Console);
+  std::set<std::string> flags;
+  for (const Reporter* r : all) {
+    EXPECT_TRUE(flags.insert(r->flag()).second) << "two reporters claim --" << r->flag();
+    EXPECT_FALSE(std::string(r->help()).empty()) << r->flag();
+  }
+  for (const char* f : {"json", "junit", "markdown", "html", "bug-reports", ""}) EXPECT_TRUE(flags.count(f)) << f;
+}
+
+TEST(Reporters, EachFileFormatWritesItsRendererOutput) {
+  RunReport report;
+  report.run["target"] = "mps";
+  report.cases = {make_case("op/unary/abs/f32/contiguous/forward", Status::Pass),
+                  make_case("op/unary/exp/f32/contiguous/forward", Status::Mismatch, "out: 3 of 32 elements")};
+  const auto dir = std::filesystem::temp_directory_path() / ("mpscheck-reporters-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  std::ostringstream console;
+  const ReproTarget rt{"mps", "float32", 0, true};
+  const ReportContext ctx{report, (dir / "report.json").string(), &rt, nullptr, console, false};
+  const std::map<std::string, std::string> expected{{"junit", render_junit(report)},
+                                                    {"markdown", render_markdown(report)},
+                                                    {"html", render_html(report)}};
+  for (const Reporter* r : reporters()) {
+    const std::string flag = r->flag();
+    if (!expected.count(flag)) continue;
+    const auto path = dir / (flag + ".out");
+    r->write(ctx, path.string());
+    std::ifstream in(path, std::ios::binary);
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    EXPECT_EQ(text, expected.at(flag)) << flag;
+  }
+  for (const Reporter* r : reporters())
+    if (std::string(r->flag()) == "json") r->write(ctx, ctx.json_path);
+  EXPECT_EQ(read_json_report(ctx.json_path).cases.size(), 2u);
+  for (const Reporter* r : reporters())
+    if (std::string(r->flag()) == "bug-reports") r->write(ctx, (dir / "bugs").string());
+  EXPECT_TRUE(std::filesystem::exists(dir / "bugs" / (case_file_name(report.cases[1].id) + ".md")));
+  EXPECT_FALSE(std::filesystem::exists(dir / "bugs" / (case_file_name(report.cases[0].id) + ".md")));
+  reporters().back()->write(ctx, "");
+  EXPECT_NE(console.str().find("Summary (2 cases, target mps)"), std::string::npos) << console.str();
+  std::filesystem::remove_all(dir);
+}
+
+// The CSV format (one file and one line in reports/reporters.cpp): a header, one row per case,
+// quoting that survives commas, quotes and newlines, empty cells where a figure does not apply.
+TEST(CsvReport, OneRowPerCaseQuotedAndEmptyWhereNotApplicable) {
+  RunReport report;
+  report.cases = {timed(make_case("op/unary/abs/f32/contiguous/forward", Status::Pass), 2.0),
+                  make_case("op/unary/exp/f32/contiguous/forward", Status::Mismatch, "out: 3, \"first\"\nat [7]"),
+                  make_case("op/unary/log/f32/contiguous/forward", Status::Crash)};
+  const Reporter* csv = nullptr;
+  for (const Reporter* r : reporters())
+    if (std::string(r->flag()) == "csv") csv = r;
+  ASSERT_NE(csv, nullptr) << "--csv is not registered in reports/reporters.cpp";
+  const auto path = std::filesystem::temp_directory_path() / ("mpscheck-csv-" + std::to_string(::getpid()) + ".csv");
+  std::ostringstream console;
+  csv->write(ReportContext{report, "", nullptr, nullptr, console, false}, path.string());
+  std::ifstream in(path, std::ios::binary);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::filesystem::remove(path);
+  std::vector<std::string> rows;
+  for (size_t at = 0, end; (end = text.find("\r\n", at)) != std::string::npos; at = end + 2)
+    rows.push_back(text.substr(at, end - at));
+  ASSERT_EQ(rows.size(), 4u) << text;  // the quoted message's newline is inside a cell, not a row end
+  EXPECT_EQ(rows[0].rfind("id,status,", 0), 0u);
+  EXPECT_NE(rows[1].find(",pass,"), std::string::npos);
+  EXPECT_NE(rows[1].find(",2,faster,"), std::string::npos) << rows[1];
+  EXPECT_NE(rows[2].find(",mismatch,"), std::string::npos);
+  EXPECT_NE(rows[2].find(",0.5,0.1,"), std::string::npos) << rows[2];
+  EXPECT_NE(rows[2].find("\"out: 3, \"\"first\"\"\nat [7]\""), std::string::npos) << rows[2];
+  EXPECT_NE(rows[3].find(",crash,,,,,,,,,,"), std::string::npos) << rows[3];
 }

@@ -81,8 +81,14 @@ struct BertVariant {
 // bert_small is Google's BERT-Small (L=4, H=512); quick: two layers, width 64, 16 tokens.
 // Training runs 2 sequences of 32 (base) or 64 (small) tokens so its steps fit a CPU case.
 const BertVariant kBertVariants[] = {
-    {"bert_base", {30522, 512, 2, 12, 768, 12, 3072, 2, 0.1}, {1000, 64, 2, 2, 64, 4, 128, 2, 0.1}, 128, 1, 2, 32},
-    {"bert_small", {30522, 512, 2, 4, 512, 8, 2048, 2, 0.1}, {1000, 64, 2, 2, 48, 4, 96, 2, 0.1}, 128, 1, 2, 64},
+    {.name = "bert_base",
+     .full = {.vocab = 30522, .max_positions = 512, .type_vocab = 2, .layers = 12, .width = 768, .heads = 12, .ffn = 3072, .labels = 2, .dropout = 0.1},
+     .quick = {.vocab = 1000, .max_positions = 64, .type_vocab = 2, .layers = 2, .width = 64, .heads = 4, .ffn = 128, .labels = 2, .dropout = 0.1},
+     .length = 128, .infer_batch = 1, .train_batch = 2, .train_length = 32},
+    {.name = "bert_small",
+     .full = {.vocab = 30522, .max_positions = 512, .type_vocab = 2, .layers = 4, .width = 512, .heads = 8, .ffn = 2048, .labels = 2, .dropout = 0.1},
+     .quick = {.vocab = 1000, .max_positions = 64, .type_vocab = 2, .layers = 2, .width = 48, .heads = 4, .ffn = 96, .labels = 2, .dropout = 0.1},
+     .length = 128, .infer_batch = 1, .train_batch = 2, .train_length = 64},
 };
 
 // Token ids with right padding: with one row it is padded after 3/4 of the sequence; with more,

@@ -9,34 +9,6 @@
 
 namespace mpscheck::attention {
 
-namespace {
-
-// Pre-norm decoder block: x + attn(ln(x), causal), then x + mlp(ln(x)).
-struct Gpt2BlockImpl : torch::nn::Module {
-  Gpt2BlockImpl(const Gpt2Config& cfg, std::string path)
-      : path(std::move(path)),
-        ln1(register_module("ln1", torch::nn::LayerNorm(torch::nn::LayerNormOptions({cfg.width}).eps(1e-5)))),
-        attn(register_module("attn", SelfAttention(cfg.width, cfg.heads, cfg.dropout))),
-        resid_drop(register_module("resid_drop", torch::nn::Dropout(cfg.dropout))),
-        ln2(register_module("ln2", torch::nn::LayerNorm(torch::nn::LayerNormOptions({cfg.width}).eps(1e-5)))),
-        mlp(register_module("mlp", FeedForward(cfg.width, 4 * cfg.width, cfg.dropout, "tanh"))) {}
-
-  torch::Tensor forward(torch::Tensor x, const torch::Tensor& mask) {
-    x = model::tap(path + ".attn", x + resid_drop->forward(attn->forward(ln1->forward(x), mask)));
-    return model::tap(path + ".mlp", x + mlp->forward(ln2->forward(x)));
-  }
-
-  std::string path;
-  torch::nn::LayerNorm ln1;
-  SelfAttention attn;
-  torch::nn::Dropout resid_drop;
-  torch::nn::LayerNorm ln2;
-  FeedForward mlp;
-};
-TORCH_MODULE(Gpt2Block);
-
-}  // namespace
-
 Gpt2Impl::Gpt2Impl(const Gpt2Config& cfg)
     : cfg(cfg),
       token_embed(register_module("token_embed", torch::nn::Embedding(cfg.vocab, cfg.width))),
@@ -44,7 +16,9 @@ Gpt2Impl::Gpt2Impl(const Gpt2Config& cfg)
       embed_drop(register_module("embed_drop", torch::nn::Dropout(cfg.dropout))),
       blocks(register_module("blocks", torch::nn::ModuleList())),
       final_norm(register_module("final_norm", torch::nn::LayerNorm(torch::nn::LayerNormOptions({cfg.width}).eps(1e-5)))) {
-  for (int64_t i = 0; i < cfg.layers; ++i) blocks->push_back(Gpt2Block(cfg, "blocks." + std::to_string(i)));
+  const PreNormBlockOptions block{.width = cfg.width, .heads = cfg.heads, .mlp = 4 * cfg.width, .dropout = cfg.dropout,
+                                  .eps = 1e-5, .approximate = "tanh"};
+  for (int64_t i = 0; i < cfg.layers; ++i) blocks->push_back(PreNormBlock(block, "blocks." + std::to_string(i)));
   init_transformer_weights(*this);
   // GPT-2 scales the residual projections by 1/sqrt(2 * layers) so the residual stream stays O(1).
   torch::NoGradGuard no_grad;
@@ -60,7 +34,7 @@ torch::Tensor Gpt2Impl::forward(const torch::Tensor& ids) {
   auto positions = torch::arange(t, ids.options()).unsqueeze(0);
   auto x = tap("embed", embed_drop->forward(token_embed->forward(ids) + position_embed->forward(positions)));
   const auto mask = causal_mask(t, x.scalar_type(), x.device());
-  for (const auto& block : *blocks) x = block->as<Gpt2Block>()->forward(x, mask);
+  for (const auto& block : *blocks) x = block->as<PreNormBlock>()->forward(x, mask);
   x = tap("final_norm", final_norm->forward(x));
   return tap("lm_head", torch::matmul(x, token_embed->weight.t()));  // tied to the token embedding
 }
@@ -81,8 +55,16 @@ struct Gpt2Variant {
 // Training runs 2 sequences of 32 (small) or 64 (tiny) tokens, and gpt2 trains DistilGPT-2's
 // 6 layers: at 12 layers a step took ~8 s and the case over 4 minutes on the shared 2 cores.
 const Gpt2Variant kGpt2Variants[] = {
-    {"gpt2", {50257, 1024, 12, 768, 12, 0.1}, {50257, 1024, 6, 768, 12, 0.1}, {512, 32, 2, 64, 4, 0.1}, 128, 1, 2, 32},
-    {"gpt2_tiny", {50257, 256, 4, 256, 4, 0.1}, {50257, 256, 4, 256, 4, 0.1}, {512, 32, 2, 32, 2, 0.1}, 128, 1, 2, 64},
+    {.name = "gpt2",
+     .full = {.vocab = 50257, .context = 1024, .layers = 12, .width = 768, .heads = 12, .dropout = 0.1},
+     .train = {.vocab = 50257, .context = 1024, .layers = 6, .width = 768, .heads = 12, .dropout = 0.1},
+     .quick = {.vocab = 512, .context = 32, .layers = 2, .width = 64, .heads = 4, .dropout = 0.1},
+     .length = 128, .infer_batch = 1, .train_batch = 2, .train_length = 32},
+    {.name = "gpt2_tiny",
+     .full = {.vocab = 50257, .context = 256, .layers = 4, .width = 256, .heads = 4, .dropout = 0.1},
+     .train = {.vocab = 50257, .context = 256, .layers = 4, .width = 256, .heads = 4, .dropout = 0.1},
+     .quick = {.vocab = 512, .context = 32, .layers = 2, .width = 32, .heads = 2, .dropout = 0.1},
+     .length = 128, .infer_batch = 1, .train_batch = 2, .train_length = 64},
 };
 
 // The sequence is its own target, shifted by one token.

@@ -39,7 +39,10 @@ struct LstmVariant {
 
 // A news-topic classifier: 20k vocabulary, 4 classes, 128-token texts.
 const LstmVariant kLstmVariants[] = {
-    {"lstm_text", {20000, 128, 256, 2, 4, 0.2}, {200, 16, 32, 2, 4, 0.2}, 128, 8, 16},
+    {.name = "lstm_text",
+     .full = {.vocab = 20000, .embed = 128, .hidden = 256, .layers = 2, .classes = 4, .dropout = 0.2},
+     .quick = {.vocab = 200, .embed = 16, .hidden = 32, .layers = 2, .classes = 4, .dropout = 0.2},
+     .length = 128, .infer_batch = 8, .train_batch = 16},
 };
 
 mpscheck::model::ModelDef<mpscheck::attention::LstmClassifier> lstm_def(const LstmVariant& v, bool train) {

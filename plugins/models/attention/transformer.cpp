@@ -1,5 +1,7 @@
 #include "transformer.h"
 
+#include <mpscheck/model.hpp>
+
 #include <cmath>
 #include <limits>
 
@@ -56,6 +58,19 @@ FeedForwardImpl::FeedForwardImpl(int64_t dim, int64_t hidden, double dropout, st
 
 torch::Tensor FeedForwardImpl::forward(const torch::Tensor& x) {
   return drop->forward(fc2->forward(torch::gelu(fc1->forward(x), approximate)));
+}
+
+PreNormBlockImpl::PreNormBlockImpl(const PreNormBlockOptions& o, std::string path)
+    : path(std::move(path)),
+      ln1(register_module("ln1", torch::nn::LayerNorm(torch::nn::LayerNormOptions({o.width}).eps(o.eps)))),
+      attn(register_module("attn", SelfAttention(o.width, o.heads, o.dropout))),
+      drop(register_module("drop", torch::nn::Dropout(o.dropout))),
+      ln2(register_module("ln2", torch::nn::LayerNorm(torch::nn::LayerNormOptions({o.width}).eps(o.eps)))),
+      mlp(register_module("mlp", FeedForward(o.width, o.mlp, o.dropout, o.approximate))) {}
+
+torch::Tensor PreNormBlockImpl::forward(torch::Tensor x, const torch::Tensor& mask) {
+  x = model::tap(path + ".attn", x + drop->forward(attn->forward(ln1->forward(x), mask)));
+  return model::tap(path + ".mlp", x + mlp->forward(ln2->forward(x)));
 }
 
 void init_transformer_weights(torch::nn::Module& net, double std) {

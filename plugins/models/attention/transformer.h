@@ -38,6 +38,27 @@ struct FeedForwardImpl : torch::nn::Module {
 };
 TORCH_MODULE(FeedForward);
 
+// Pre-norm transformer block, as in ViT's encoder and GPT-2's decoder:
+// x + drop(attn(ln1(x), mask)), then x + mlp(ln2(x)). Taps "<path>.attn" and "<path>.mlp".
+struct PreNormBlockOptions {
+  int64_t width, heads, mlp;     // model width, attention heads, MLP hidden width
+  double dropout, eps;           // dropout after attention and in the MLP; LayerNorm epsilon
+  std::string approximate = "none";  // the MLP's GELU: "none" (ViT) or "tanh" (GPT-2)
+};
+
+struct PreNormBlockImpl : torch::nn::Module {
+  PreNormBlockImpl(const PreNormBlockOptions& options, std::string path);
+  torch::Tensor forward(torch::Tensor x, const torch::Tensor& mask = {});
+
+  std::string path;
+  torch::nn::LayerNorm ln1;
+  SelfAttention attn;
+  torch::nn::Dropout drop;
+  torch::nn::LayerNorm ln2;
+  FeedForward mlp;
+};
+TORCH_MODULE(PreNormBlock);
+
 // Linear and Embedding weights ~ N(0, std), biases 0, LayerNorm 1/0 (BERT's and GPT-2's init).
 void init_transformer_weights(torch::nn::Module& net, double std = 0.02);
 

@@ -176,7 +176,12 @@ struct UNetVariant {
 // unet_ddpm: DDPM's CIFAR-10 layout at width 64 (the paper's is 128) to keep a CPU case near a
 // minute; attention at the lowest resolution only.
 const UNetVariant kUNetVariants[] = {
-    {"unet_ddpm", {32, 3, 64, {1, 2, 2, 2}, 2, 32, 1, 0.1}, {16, 3, 16, {1, 2}, 1, 4, 2, 0.1}, 1, 2},
+    {.name = "unet_ddpm",
+     .full = {.image = 32, .channels = 3, .base = 64, .mults = {1, 2, 2, 2}, .blocks = 2, .groups = 32, .heads = 1,
+              .dropout = 0.1},
+     .quick = {.image = 16, .channels = 3, .base = 16, .mults = {1, 2}, .blocks = 1, .groups = 4, .heads = 2,
+               .dropout = 0.1},
+     .infer_batch = 1, .train_batch = 2},
 };
 
 constexpr int64_t kDiffusionSteps = 1000;

@@ -7,34 +7,6 @@
 
 namespace mpscheck::attention {
 
-namespace {
-
-// Pre-norm encoder block: x + attn(ln(x)), then x + mlp(ln(x)).
-struct VitBlockImpl : torch::nn::Module {
-  VitBlockImpl(const VitConfig& cfg, std::string path)
-      : path(std::move(path)),
-        ln1(register_module("ln1", torch::nn::LayerNorm(torch::nn::LayerNormOptions({cfg.width}).eps(1e-6)))),
-        attn(register_module("attn", SelfAttention(cfg.width, cfg.heads, cfg.dropout))),
-        drop(register_module("drop", torch::nn::Dropout(cfg.dropout))),
-        ln2(register_module("ln2", torch::nn::LayerNorm(torch::nn::LayerNormOptions({cfg.width}).eps(1e-6)))),
-        mlp(register_module("mlp", FeedForward(cfg.width, cfg.mlp, cfg.dropout))) {}
-
-  torch::Tensor forward(torch::Tensor x) {
-    x = model::tap(path + ".attn", x + drop->forward(attn->forward(ln1->forward(x))));
-    return model::tap(path + ".mlp", x + mlp->forward(ln2->forward(x)));
-  }
-
-  std::string path;
-  torch::nn::LayerNorm ln1;
-  SelfAttention attn;
-  torch::nn::Dropout drop;
-  torch::nn::LayerNorm ln2;
-  FeedForward mlp;
-};
-TORCH_MODULE(VitBlock);
-
-}  // namespace
-
 VisionTransformerImpl::VisionTransformerImpl(const VitConfig& cfg)
     : cfg(cfg),
       patch_embed(register_module(
@@ -48,7 +20,8 @@ VisionTransformerImpl::VisionTransformerImpl(const VitConfig& cfg)
   cls_token = register_parameter("cls_token", torch::zeros({1, 1, cfg.width}));
   // torchvision draws the position embedding from N(0, 0.02).
   pos_embed = register_parameter("pos_embed", torch::randn({1, tokens, cfg.width}) * 0.02);
-  for (int64_t i = 0; i < cfg.layers; ++i) blocks->push_back(VitBlock(cfg, "blocks." + std::to_string(i)));
+  const PreNormBlockOptions block{.width = cfg.width, .heads = cfg.heads, .mlp = cfg.mlp, .dropout = cfg.dropout, .eps = 1e-6};
+  for (int64_t i = 0; i < cfg.layers; ++i) blocks->push_back(PreNormBlock(block, "blocks." + std::to_string(i)));
 }
 
 torch::Tensor VisionTransformerImpl::forward(const torch::Tensor& images) {
@@ -56,7 +29,7 @@ torch::Tensor VisionTransformerImpl::forward(const torch::Tensor& images) {
   auto x = tap("patch_embed", patch_embed->forward(images).flatten(2).transpose(1, 2));  // [B, N, C]
   x = torch::cat({cls_token.expand({x.size(0), -1, -1}), x}, 1) + pos_embed;
   x = tap("embed", pos_drop->forward(x));
-  for (const auto& block : *blocks) x = block->as<VitBlock>()->forward(x);
+  for (const auto& block : *blocks) x = block->as<PreNormBlock>()->forward(x);
   x = tap("norm", norm->forward(x));
   return tap("head", head->forward(x.select(1, 0)));
 }
@@ -76,10 +49,16 @@ struct VitVariant {
 // vit_b16 trains at 112x112 (50 tokens): at 224 one step is ~100 GFLOP, minutes per case on a CPU.
 // quick: the same architecture at a few blocks and a 32x32 image.
 const VitVariant kVitVariants[] = {
-    {"vit_b16", {224, 16, 12, 768, 12, 3072, 1000, 0.0}, {112, 16, 12, 768, 12, 3072, 1000, 0.0},
-     {32, 8, 2, 64, 4, 128, 10, 0.0}, 1, 2},
-    {"vit_tiny", {224, 16, 12, 192, 3, 768, 1000, 0.0}, {224, 16, 12, 192, 3, 768, 1000, 0.0},
-     {32, 4, 2, 48, 3, 96, 10, 0.0}, 1, 2},
+    {.name = "vit_b16",
+     .full = {.image = 224, .patch = 16, .layers = 12, .width = 768, .heads = 12, .mlp = 3072, .classes = 1000, .dropout = 0.0},
+     .train = {.image = 112, .patch = 16, .layers = 12, .width = 768, .heads = 12, .mlp = 3072, .classes = 1000, .dropout = 0.0},
+     .quick = {.image = 32, .patch = 8, .layers = 2, .width = 64, .heads = 4, .mlp = 128, .classes = 10, .dropout = 0.0},
+     .infer_batch = 1, .train_batch = 2},
+    {.name = "vit_tiny",
+     .full = {.image = 224, .patch = 16, .layers = 12, .width = 192, .heads = 3, .mlp = 768, .classes = 1000, .dropout = 0.0},
+     .train = {.image = 224, .patch = 16, .layers = 12, .width = 192, .heads = 3, .mlp = 768, .classes = 1000, .dropout = 0.0},
+     .quick = {.image = 32, .patch = 4, .layers = 2, .width = 48, .heads = 3, .mlp = 96, .classes = 10, .dropout = 0.0},
+     .infer_batch = 1, .train_batch = 2},
 };
 
 }  // namespace
