@@ -1,6 +1,10 @@
 #include "checks/tolerance.hpp"
 
+#include <mpscheck/tolerance_families.hpp>
+
 #include <algorithm>
+#include <iterator>
+#include <string_view>
 
 namespace mpscheck {
 
@@ -18,14 +22,14 @@ Tolerance dtype_default(c10::ScalarType dtype) {
 }
 
 struct FamilyRule {
-  const char* family;
+  std::string_view family;
   Tolerance f32;      // floor for float32 targets
   Tolerance reduced;  // floor for float16/bfloat16 targets (input rounding + accumulation)
   const char* why;
 };
 
 // Widened only where accumulation order legitimately differs between backends.
-const FamilyRule kRules[] = {
+constexpr FamilyRule kRules[] = {
     {"elementwise", {1.3e-6, 1e-5}, {1e-2, 1e-3}, "one rounding per element"},
     {"activation", {1e-5, 1e-5}, {1e-2, 1e-3}, "vendor libm/erf/tanh approximations differ by ulps"},
     {"conv", {1e-4, 3e-5}, {3e-2, 3e-2}, "long dot products, algorithm (im2col, winograd, fft) differs"},
@@ -45,6 +49,17 @@ const FamilyRule kRules[] = {
     {"train", {1e-3, 1e-4}, {1e-1, 5e-2}, "training steps compound the forward/backward error"},
 };
 
+// The SDK's list of tolerance families (what the host lets a plugin name) and this table agree:
+// every rule is for a listed family, and every listed family but "shape" (exact, below) has a rule.
+constexpr bool every_rule_is_a_listed_family() {
+  for (const auto& rule : kRules)
+    if (!is_tolerance_family(rule.family)) return false;
+  return is_tolerance_family("shape");
+}
+static_assert(every_rule_is_a_listed_family(), "a tolerance rule for a family missing from kToleranceFamilies");
+static_assert(std::size(kRules) + 1 == std::size(kToleranceFamilies),
+              "a family in kToleranceFamilies without a tolerance rule");
+
 }  // namespace
 
 Tolerance tolerance_for(const std::string& family, c10::ScalarType dtype) {
@@ -60,7 +75,8 @@ Tolerance tolerance_for(const std::string& family, c10::ScalarType dtype) {
     tol.atol = std::max(tol.atol, floor.atol);
     return tol;
   }
-  if (reduced) {  // unknown family: still allow for the dtype's own rounding
+  // An unknown family: the host refuses plugin cases that name one; still allow for rounding.
+  if (reduced) {
     tol.atol = std::max(tol.atol, 1e-3);
   }
   return tol;

@@ -1,6 +1,7 @@
 #include "core/plugin_host.hpp"
 
 #include <mpscheck/plugin.hpp>
+#include <mpscheck/tolerance_families.hpp>
 
 #include <boost/dll/runtime_symbol_info.hpp>
 #include <boost/dll/shared_library.hpp>
@@ -93,6 +94,14 @@ void PluginHost::load_file(const fs::path& file) {
                                       where, info->name));
   }
   permanent_libraries().push_back(std::move(lib));
+  // A misspelt tolerance family would be compared under a default tolerance: refuse it here.
+  for (const auto& w : catalog.workloads()) {
+    const std::string family = w->family();
+    if (!is_tolerance_family(family))
+      throw PluginLoadError(fmt::format("{}: plugin '{}' case {} names tolerance family '{}', which mpscheck does not "
+                                        "have; use one of: {}",
+                                        where, info->name, w->id(), family, tolerance_family_list()));
+  }
   for (auto& w : catalog.workloads()) workloads_.emplace_back(info.get(), std::move(w));
   plugins_.push_back(std::move(info));
 }

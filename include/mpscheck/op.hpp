@@ -1,28 +1,33 @@
-// Declarative operator cases. One OpDef describes the inputs (shapes, value ranges, memory layout)
-// and the op, once, in C++ and as a Python expression; from it mpscheck generates the C++ inputs,
-// the forward and backward cases for each dtype and layout variant, and a Python reproducer that
-// rebuilds the very same input values from the same seed.
+// Declarative operator cases: what a plugin author writes. An OpDef describes an op's inputs
+// (shapes, value ranges, memory layout) and the op, once in C++ and once as a Python expression;
+// from it mpscheck makes the forward and backward cases for each dtype and layout variant, and a
+// Python reproducer that rebuilds the very same input values from the same seed.
+//
+// A family file sets its defaults once with a Family, then declares each case in a line or two:
 //
 //   MPSCHECK_CATALOG(activation_cases) {
 //     using namespace mpscheck::op;
-//     add_op(catalog, OpDef{"activation", "gelu", {Arg::randn("x", {64, 128})},
-//                           [](const Tensors& a) { return Tensors{at::gelu(a[0])}; },
-//                           "torch.nn.functional.gelu(x)"},
-//            {c10::kFloat, c10::kHalf}, {Variant::contiguous(), Variant::transposed()});
+//     Family activation(catalog, "activation");
+//     activation.dtypes(dtypes::floats).variants({Variant::contiguous(), Variant::transposed()});
+//     activation.op("gelu", {Arg::randn("x", {64, 128})}, [](const at::Tensor& x) { return at::gelu(x); },
+//                   "torch.nn.functional.gelu(x)").add();
+//     activation.op("exp2", {Arg::randn("x", {64, 128})}, [](const at::Tensor& x) { return at::exp2(x); },
+//                   "torch.exp2(x)").add(dtypes::f32);  // this one in float32 only
 //   }
+//   MPSCHECK_PLUGIN("ops-activation", "0.1.0")
+//
+// What runs behind these declarations (input draws, layouts, the Workload, the reproducer) lives in
+// <mpscheck/detail/>, included at the end of this file; writing cases does not need it.
 #pragma once
 
-#include <mpscheck/workload.hpp>
 #include <mpscheck/plugin.hpp>
-
-#include <ATen/CPUGeneratorImpl.h>
-#include <ATen/core/grad_mode.h>
+#include <mpscheck/tolerance_families.hpp>
+#include <mpscheck/workload.hpp>
 
 #include <cmath>
 #include <functional>
-#include <sstream>
-#include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -118,7 +123,7 @@ struct OpDef {
   OpFn fn;             // the op, in ATen
   std::string python;  // the same op as a Python expression over the arg names
   bool differentiable = true;  // add a backward case for floating dtypes
-  std::string tolerance;       // tolerance family (checks/tolerance.cpp); empty = family
+  std::string tolerance;       // tolerance family (<mpscheck/tolerance_families.hpp>); empty = family
   std::vector<std::string> tags;
   std::vector<IndexOf> indices;  // index outputs, checked by meaning (forward cases)
   // Random ops: fn returns {statistics, their standard errors}; the errors travel with the
@@ -150,165 +155,156 @@ struct Variant {
     return of("channels_last", Layout::ChannelsLast, arg);
   }
   static Variant expanded(std::string arg = {}) { return of("expanded", Layout::Expanded, arg); }
+  // A case whose inputs are large as declared (Case::large()): no layout change, named "large".
+  static Variant large() { return {"large", [](std::vector<Arg>&) {}}; }
 };
 
-// ----- helpers shared by the C++ side and the Python reproducer -----
+using DTypes = std::vector<c10::ScalarType>;
+using Variants = std::vector<Variant>;
 
-inline std::string dtype_short(c10::ScalarType t) {
-  switch (t) {
-    case c10::kFloat: return "f32";
-    case c10::kDouble: return "f64";
-    case c10::kHalf: return "f16";
-    case c10::kBFloat16: return "bf16";
-    case c10::kLong: return "i64";
-    case c10::kInt: return "i32";
-    case c10::kShort: return "i16";
-    case c10::kChar: return "i8";
-    case c10::kByte: return "u8";
-    case c10::kBool: return "bool";
-    default: return c10::toString(t);
+// The dtype sets cases are declared over.
+namespace dtypes {
+inline const DTypes f32 = {c10::kFloat};
+inline const DTypes reduced = {c10::kHalf, c10::kBFloat16};
+inline const DTypes floats = {c10::kFloat, c10::kHalf, c10::kBFloat16};
+inline const DTypes f32_bf16 = {c10::kFloat, c10::kBFloat16};
+inline const DTypes ints = {c10::kLong, c10::kInt};
+inline const DTypes f32_ints = {c10::kFloat, c10::kLong, c10::kInt};
+inline const DTypes all = {c10::kFloat, c10::kHalf, c10::kBFloat16, c10::kLong, c10::kInt};
+}  // namespace dtypes
+
+// Which dtypes a case runs in, and the layout variants each dtype gets: float32 gets `variants`,
+// the other dtypes `others` where that is set (usually fewer layouts), else `variants` too.
+// Cases are made dtype by dtype, in the order given.
+struct Coverage {
+  Coverage() = default;
+  Coverage(DTypes dtypes, Variants variants, Variants others = {})
+      : dtypes(std::move(dtypes)), variants(std::move(variants)), others(std::move(others)) {}
+
+  DTypes dtypes = dtypes::f32;
+  Variants variants = {Variant::contiguous()};
+  Variants others;
+
+  const Variants& variants_for(c10::ScalarType t) const {
+    return t == c10::kFloat || others.empty() ? variants : others;
+  }
+};
+
+// Adds the forward case, and the backward case where the op is differentiable and the dtype
+// floating, for every dtype x variant of the coverage.
+inline void add_op(Catalog& catalog, const OpDef& def, const Coverage& coverage);
+inline void add_op(Catalog& catalog, const OpDef& def, const DTypes& dtypes = dtypes::f32,
+                   const Variants& variants = {Variant::contiguous()});
+
+namespace detail {
+// The op as OpDef::fn wants it, from a function of the args giving Tensors or one Tensor, or from a
+// function of the first arg alone.
+template <class Fn>
+OpFn to_op_fn(Fn fn) {
+  if constexpr (std::is_invocable_v<Fn&, const Tensors&>) {
+    if constexpr (std::is_convertible_v<std::invoke_result_t<Fn&, const Tensors&>, Tensors>)
+      return OpFn(std::move(fn));
+    else
+      return [fn = std::move(fn)](const Tensors& a) { return Tensors{fn(a)}; };
+  } else {
+    static_assert(std::is_invocable_v<Fn&, const at::Tensor&>,
+                  "an op is a function of (const Tensors&) or of the first arg (const at::Tensor&)");
+    return [fn = std::move(fn)](const Tensors& a) { return Tensors{fn(a[0])}; };
   }
 }
+}  // namespace detail
 
-inline std::string dtype_python(c10::ScalarType t) {
-  switch (t) {
-    case c10::kFloat: return "torch.float32";
-    case c10::kDouble: return "torch.float64";
-    case c10::kHalf: return "torch.float16";
-    case c10::kBFloat16: return "torch.bfloat16";
-    case c10::kLong: return "torch.int64";
-    case c10::kInt: return "torch.int32";
-    case c10::kShort: return "torch.int16";
-    case c10::kChar: return "torch.int8";
-    case c10::kByte: return "torch.uint8";
-    case c10::kBool: return "torch.bool";
-    default: return std::string("torch.") + c10::toString(t);
+// One case being declared: made by Family::op() with the family's defaults, registered by add().
+// A setter returns a changed copy, so one case can be added twice with different settings; a
+// case that is never added is a compiler warning.
+class [[nodiscard]] Case {
+ public:
+  Case(Catalog& catalog, OpDef def, Coverage coverage)
+      : catalog_(&catalog), def_(std::move(def)), coverage_(std::move(coverage)) {}
+
+  // The tolerance family its outputs are compared under (<mpscheck/tolerance_families.hpp>).
+  Case tolerance(std::string family) const { return with([&](Case& c) { c.def_.tolerance = std::move(family); }); }
+  // Forward cases only: no gradient is compared.
+  Case no_grad() const { return with([](Case& c) { c.def_.differentiable = false; }); }
+  // Backward cases too, in a family that is no_grad().
+  Case with_grad() const { return with([](Case& c) { c.def_.differentiable = true; }); }
+  Case tag(std::string tag) const { return with([&](Case& c) { c.def_.tags.push_back(std::move(tag)); }); }
+  // An output that is an index, checked by what it selects (see IndexOf).
+  Case index(IndexOf index) const { return with([&](Case& c) { c.def_.indices.push_back(std::move(index)); }); }
+  // A case far larger than the rest (past 2^24 elements or 2^16 channels): tagged "large", which
+  // only --all selects, with its inputs as declared in one variant named "large".
+  Case large() const { return tag("large").variants({Variant::large()}); }
+  Case args(std::vector<Arg> args) const { return with([&](Case& c) { c.def_.args = std::move(args); }); }
+  Case dtypes(DTypes dtypes) const { return with([&](Case& c) { c.coverage_.dtypes = std::move(dtypes); }); }
+  // Every dtype gets `variants`, or float32 `variants` and the other dtypes `others`.
+  Case variants(Variants variants, Variants others = {}) const {
+    return with([&](Case& c) { c.coverage_.variants = std::move(variants); c.coverage_.others = std::move(others); });
   }
-}
 
-inline std::vector<int64_t> storage_shape(const Arg& a) {
-  std::vector<int64_t> s = a.shape;
-  switch (a.layout) {
-    case Layout::Contiguous: break;
-    case Layout::Transposed:
-      if (s.size() < 2) throw std::logic_error("transposed layout needs 2+ dims: " + a.name);
-      std::swap(s[s.size() - 1], s[s.size() - 2]);
-      break;
-    case Layout::Sliced:
-      if (s.empty()) throw std::logic_error("sliced layout needs 1+ dims: " + a.name);
-      s.back() = 2 * s.back() + 1;
-      break;
-    case Layout::ChannelsLast:
-      if (s.size() != 4) throw std::logic_error("channels_last layout needs 4 dims: " + a.name);
-      s = {s[0], s[2], s[3], s[1]};
-      break;
-    case Layout::Expanded:
-      if (s.empty()) throw std::logic_error("expanded layout needs 1+ dims: " + a.name);
-      s[0] = 1;
-      break;
+  void add() const { add_op(*catalog_, def_, coverage_); }
+  void add(DTypes d) const { dtypes(std::move(d)).add(); }
+  void add(DTypes d, Variants v) const { add_op(*catalog_, def_, Coverage(std::move(d), std::move(v))); }
+  void add(const Coverage& c) const { add_op(*catalog_, def_, c); }
+
+  const OpDef& def() const { return def_; }
+  const Coverage& coverage() const { return coverage_; }
+
+ private:
+  template <class Change>
+  Case with(Change&& change) const {
+    Case c = *this;
+    change(c);
+    return c;
   }
-  return s;
-}
 
-inline at::Tensor apply_layout(const at::Tensor& base, const Arg& a) {
-  switch (a.layout) {
-    case Layout::Contiguous: return base;
-    case Layout::Transposed: return base.transpose(-1, -2);
-    case Layout::Sliced: return base.slice(-1, 1, c10::nullopt, 2);
-    case Layout::ChannelsLast: return base.permute({0, 3, 1, 2});
-    case Layout::Expanded: return base.expand(a.shape);
+  Catalog* catalog_;
+  OpDef def_;
+  Coverage coverage_;
+};
+
+// An op family: the defaults its cases share (family name, tolerance family, gradients, dtypes and
+// layout variants), set once, and op(), which declares a case with them. The setters change the
+// family for the cases declared after them; copy a Family for a group of cases that differs.
+class Family {
+ public:
+  Family(Catalog& catalog, std::string name) : catalog_(&catalog) { defaults_.family = std::move(name); }
+
+  // Default: the family's own name.
+  Family& tolerance(std::string family) { defaults_.tolerance = std::move(family); return *this; }
+  Family& no_grad() { defaults_.differentiable = false; return *this; }
+  // Random ops: fn returns {statistics, their standard errors} (OpDef::statistics, SampleStats).
+  Family& statistics() { defaults_.statistics = true; return *this; }
+  Family& dtypes(DTypes dtypes) { coverage_.dtypes = std::move(dtypes); return *this; }
+  // Every dtype gets `variants`, or float32 `variants` and the other dtypes `others`.
+  Family& variants(Variants variants, Variants others = {}) {
+    coverage_.variants = std::move(variants);
+    coverage_.others = std::move(others);
+    return *this;
   }
-  return base;
-}
+  // Applied to every case's args as it is declared (e.g. weights drawn like a module's init).
+  Family& prepare(std::function<void(std::vector<Arg>&)> prepare) { prepare_ = std::move(prepare); return *this; }
 
-inline std::string python_layout(const std::string& base, const Arg& a) {
-  std::ostringstream s;
-  switch (a.layout) {
-    case Layout::Contiguous: return base;
-    case Layout::Transposed: return base + ".transpose(-1, -2)";
-    case Layout::Sliced: return base + "[..., 1::2]";
-    case Layout::ChannelsLast: return base + ".permute(0, 3, 1, 2)";
-    case Layout::Expanded:
-      s << base << ".expand([";
-      for (size_t i = 0; i < a.shape.size(); ++i) s << (i ? ", " : "") << a.shape[i];
-      s << "])";
-      return s.str();
+  // A case: the op `name` over `args`, in C++ (`fn`: of the args, or of the first arg alone, giving
+  // one tensor or several) and in Python (`python`, an expression over the arg names).
+  template <class Fn>
+  Case op(std::string name, std::vector<Arg> args, Fn fn, std::string python) const {
+    OpDef d = defaults_;
+    d.op = std::move(name);
+    d.args = std::move(args);
+    if (prepare_) prepare_(d.args);
+    d.fn = detail::to_op_fn(std::move(fn));
+    d.python = std::move(python);
+    return Case(*catalog_, std::move(d), coverage_);
   }
-  return base;
-}
 
-inline std::string python_list(const std::vector<int64_t>& v) {
-  std::ostringstream s;
-  s << "[";
-  for (size_t i = 0; i < v.size(); ++i) s << (i ? ", " : "") << v[i];
-  s << "]";
-  return s.str();
-}
+  const std::string& name() const { return defaults_.family; }
 
-inline std::string python_number(double v) {
-  std::ostringstream s;
-  s.precision(17);
-  s << v;
-  std::string r = s.str();
-  if (r.find_first_of(".e") == std::string::npos && r.find("inf") == std::string::npos) r += ".0";
-  return r;
-}
-
-// The concrete dtype an arg has on a placement, for a case of dtype `case_dtype`.
-inline c10::ScalarType arg_dtype(const Arg& a, c10::ScalarType case_dtype, c10::ScalarType placed) {
-  c10::ScalarType t = a.dtype == c10::ScalarType::Undefined ? case_dtype : a.dtype;
-  return c10::isFloatingType(t) ? placed : t;
-}
-
-// Draws the CPU base tensor of `a` (before dtype conversion and layout) from `gen`.
-inline at::Tensor draw(const Arg& a, c10::ScalarType case_dtype, at::Generator& gen) {
-  const auto shape = storage_shape(a);
-  c10::ScalarType t = a.dtype == c10::ScalarType::Undefined ? case_dtype : a.dtype;
-  switch (a.fill) {
-    case Fill::Normal:
-      if (t == c10::kBool) return at::randint(0, 2, shape, gen, at::TensorOptions().dtype(c10::kLong)).to(c10::kBool);
-      if (!c10::isFloatingType(t))
-        return at::randint(-8, 8, shape, gen, at::TensorOptions().dtype(c10::kLong)).to(t);
-      return at::randn(shape, gen, at::kFloat);
-    case Fill::Uniform:
-      if (!c10::isFloatingType(t) && t != c10::kBool)
-        return at::randint(static_cast<int64_t>(a.lo), static_cast<int64_t>(a.hi), shape, gen,
-                           at::TensorOptions().dtype(c10::kLong)).to(t);
-      return at::rand(shape, gen, at::kFloat) * (a.hi - a.lo) + a.lo;
-    case Fill::Integers:
-      return at::randint(static_cast<int64_t>(a.lo), static_cast<int64_t>(a.hi), shape, gen,
-                         at::TensorOptions().dtype(c10::kLong)).to(t);
-    case Fill::Bool:
-      return at::randint(0, 2, shape, gen, at::TensorOptions().dtype(c10::kLong)).to(c10::kBool);
-  }
-  return {};
-}
-
-inline std::string python_draw(const Arg& a, c10::ScalarType case_dtype) {
-  const std::string shape = python_list(storage_shape(a));
-  c10::ScalarType t = a.dtype == c10::ScalarType::Undefined ? case_dtype : a.dtype;
-  const bool integral = !c10::isFloatingType(t) && t != c10::kBool;
-  switch (a.fill) {
-    case Fill::Normal:
-      if (t == c10::kBool) return "torch.randint(0, 2, " + shape + ", generator=gen).bool()";
-      if (integral) return "torch.randint(-8, 8, " + shape + ", generator=gen).to(" + dtype_python(t) + ")";
-      return "torch.randn(" + shape + ", generator=gen)";
-    case Fill::Uniform:
-      if (integral)
-        return "torch.randint(" + std::to_string(static_cast<int64_t>(a.lo)) + ", " +
-               std::to_string(static_cast<int64_t>(a.hi)) + ", " + shape + ", generator=gen).to(" +
-               dtype_python(t) + ")";
-      return "torch.rand(" + shape + ", generator=gen) * " + python_number(a.hi - a.lo) + " + " +
-             python_number(a.lo);
-    case Fill::Integers:
-      return "torch.randint(" + std::to_string(static_cast<int64_t>(a.lo)) + ", " +
-             std::to_string(static_cast<int64_t>(a.hi)) + ", " + shape + ", generator=gen).to(" +
-             dtype_python(t) + ")";
-    case Fill::Bool:
-      return "torch.randint(0, 2, " + shape + ", generator=gen).bool()";
-  }
-  return {};
-}
+ private:
+  Catalog* catalog_;
+  OpDef defaults_;
+  Coverage coverage_;
+  std::function<void(std::vector<Arg>&)> prepare_;
+};
 
 // Statistics of a random sample with their standard errors, for OpDef::statistics: done() gives
 // the {statistics, standard errors} pair such an op returns. Samples are 1-d float tensors.
@@ -339,213 +335,9 @@ struct SampleStats {
   Tensors done() const { return {at::stack(values), at::stack(errors)}; }
 };
 
-// ----- the workload -----
-
-class OpWorkload final : public Workload {
- public:
-  OpWorkload(OpDef def, std::string variant, c10::ScalarType dtype, bool backward)
-      : def_(std::move(def)), variant_(std::move(variant)), dtype_(dtype), backward_(backward) {}
-
-  std::string id() const override {
-    return "op/" + def_.family + "/" + def_.op + "/" + dtype_short(dtype_) + "/" + variant_ +
-           (backward_ ? "/backward" : "/forward");
-  }
-  Kind kind() const override { return Kind::Op; }
-  std::vector<std::string> tags() const override {
-    std::vector<std::string> t = def_.tags;
-    t.push_back(def_.family);
-    t.push_back(backward_ ? "backward" : "forward");
-    if (variant_ != "contiguous") t.push_back("noncontiguous");
-    return t;
-  }
-  std::string family() const override { return def_.tolerance.empty() ? def_.family : def_.tolerance; }
-  c10::ScalarType dtype() const override {
-    return c10::isFloatingType(dtype_) ? dtype_ : c10::kFloat;
-  }
-  bool has_gold() const override { return c10::isFloatingType(dtype_) && family() != "random"; }
-  // Random ops return statistics of a sample: compared with the "random" tolerance, never re-run
-  // for determinism.
-  bool is_random() const override { return family() == "random"; }
-
-  std::unique_ptr<Instance> instantiate(const Setup& setup, const Placement& where) const override;
-  std::string reproducer(const ReproTarget& target) const override;
-
-  const OpDef& def() const { return def_; }
-  bool backward() const { return backward_; }
-  c10::ScalarType case_dtype() const { return dtype_; }
-
- private:
-  OpDef def_;
-  std::string variant_;
-  c10::ScalarType dtype_;
-  bool backward_;
-};
-
-class OpInstance final : public Instance {
- public:
-  OpInstance(const OpWorkload& w, const Setup& setup, const Placement& where) : w_(w), seed_(setup.seed) {
-    const OpDef& def = w.def();
-    at::Generator gen = at::detail::createCPUGenerator(setup.seed);
-    for (const Arg& a : def.args) {
-      at::Tensor base = draw(a, w.case_dtype(), gen);
-      if (where.round_inputs_to != c10::ScalarType::Undefined && c10::isFloatingType(base.scalar_type()))
-        base = base.to(where.round_inputs_to).to(base.scalar_type());
-      base = base.to(where.device, arg_dtype(a, w.case_dtype(), where.dtype));
-      if (w.backward() && a.grad && c10::isFloatingType(base.scalar_type())) base.requires_grad_(true);
-      leaves_.push_back(base);
-      views_.push_back(apply_layout(base, a));
-    }
-  }
-
-  Outputs run() override {
-    Tensors outs = forward();
-    Outputs result;
-    if (!w_.backward()) {
-      const OpDef& def = w_.def();
-      if (def.statistics && outs.size() == 2) {
-        Output o{"out", outs[0].detach()};
-        o.standard_error = outs[1].detach();
-        return {o};
-      }
-      for (size_t i = 0; i < outs.size(); ++i)
-        result.push_back({outs.size() == 1 ? "out" : "out" + std::to_string(i), outs[i].detach()});
-      for (const IndexOf& ix : def.indices) {
-        if (ix.output < 0 || static_cast<size_t>(ix.output) >= result.size() || !ix.source) continue;
-        at::NoGradGuard no_grad;
-        result[ix.output].indexes_into = ix.source(views_).detach();
-        result[ix.output].index_dim = ix.dim;
-        result[ix.output].index_flat = ix.flat;
-      }
-      return result;
-    }
-    backward(outs);
-    for (size_t i = 0; i < leaves_.size(); ++i) {
-      if (!leaves_[i].requires_grad()) continue;
-      at::Tensor g = leaves_[i].grad();
-      result.push_back({"grad/" + w_.def().args[i].name, g.defined() ? g.detach().clone() : at::Tensor()});
-    }
-    return result;
-  }
-
-  void iterate() override {
-    Tensors outs = forward();
-    if (w_.backward()) backward(outs);
-  }
-
- private:
-  Tensors forward() {
-    c10::optional<at::AutoGradMode> no_grad;
-    if (!w_.backward()) no_grad.emplace(false);
-    return w_.def().fn(views_);
-  }
-
-  // Seeded grad_output for every floating output, drawn on CPU in float32 then placed.
-  void backward(const Tensors& outs) {
-    for (auto& leaf : leaves_)
-      if (leaf.requires_grad() && leaf.grad().defined()) leaf.mutable_grad() = at::Tensor();
-    at::Generator gen = at::detail::createCPUGenerator(seed_ + 1);
-    Tensors roots, grads;
-    for (const auto& o : outs) {
-      if (!o.requires_grad()) continue;
-      at::Tensor g = at::randn(o.sizes(), gen, at::kFloat).to(o.device(), o.scalar_type());
-      roots.push_back(o);
-      grads.push_back(g);
-    }
-    if (roots.empty()) throw std::logic_error("backward case whose outputs need no gradient");
-    at::Tensor total;
-    for (size_t i = 0; i < roots.size(); ++i) {
-      at::Tensor term = (roots[i] * grads[i]).sum();
-      total = total.defined() ? total + term : term;
-    }
-    total.backward();
-  }
-
-  const OpWorkload& w_;
-  std::uint64_t seed_;
-  Tensors leaves_, views_;
-};
-
-inline std::unique_ptr<Instance> OpWorkload::instantiate(const Setup& setup, const Placement& where) const {
-  return std::make_unique<OpInstance>(*this, setup, where);
-}
-
-inline std::string OpWorkload::reproducer(const ReproTarget& target) const {
-  const bool floating = c10::isFloatingType(dtype_);
-  const std::string target_dtype =
-      floating ? (dtype_ == c10::kFloat ? "torch." + target.dtype : dtype_python(dtype_)) : dtype_python(dtype_);
-  std::ostringstream py;
-  py << "# mpscheck reproducer for " << id() << "\n"
-     << "# Runs the op on CPU (float32 reference) and on DEVICE, prints both and the difference.\n"
-     << "import json, os\n"
-     << "import torch\n\n"
-     << "DEVICE = \"" << target.device << "\"\n"
-     << "DTYPE = " << target_dtype << "\n"
-     << "SEED = " << target.seed << "\n"
-     << "BACKWARD = " << (backward_ ? "True" : "False") << "\n\n"
-     << "def make_inputs(device, dtype):\n"
-     << "    gen = torch.Generator().manual_seed(SEED)\n"
-     << "    leaves, args = [], {}\n";
-  for (const Arg& a : def_.args) {
-    c10::ScalarType t = a.dtype == c10::ScalarType::Undefined ? dtype_ : a.dtype;
-    const std::string dt = c10::isFloatingType(t) ? "dtype" : dtype_python(t);
-    py << "    base = (" << python_draw(a, dtype_) << ").to(device=device, dtype=" << dt << ")\n";
-    if (backward_ && a.grad && c10::isFloatingType(t)) py << "    base.requires_grad_(True)\n";
-    py << "    leaves.append((\"" << a.name << "\", base))\n"
-       << "    args[\"" << a.name << "\"] = " << python_layout("base", a) << "\n";
-  }
-  py << "    return leaves, args\n\n"
-     << "def run(device, dtype):\n"
-     << "    leaves, args = make_inputs(device, dtype)\n"
-     << "    with torch.set_grad_enabled(BACKWARD):\n"
-     << "        out = (lambda " ;
-  for (size_t i = 0; i < def_.args.size(); ++i) py << (i ? ", " : "") << def_.args[i].name;
-  py << ": " << def_.python << ")(**args)\n"
-     << "    outs = list(out) if isinstance(out, (tuple, list)) else [out]\n"
-     << "    if not BACKWARD:\n"
-     << "        return {(\"out\" if len(outs) == 1 else \"out%d\" % i): o.detach().cpu() for i, o in enumerate(outs)}\n"
-     << "    gen = torch.Generator().manual_seed(SEED + 1)\n"
-     << "    total = None\n"
-     << "    for o in outs:\n"
-     << "        if not o.requires_grad:\n"
-     << "            continue\n"
-     << "        g = torch.randn(list(o.shape), generator=gen).to(device=o.device, dtype=o.dtype)\n"
-     << "        term = (o * g).sum()\n"
-     << "        total = term if total is None else total + term\n"
-     << "    total.backward()\n"
-     << "    return {\"grad/\" + name: leaf.grad.detach().cpu() for name, leaf in leaves if leaf.grad is not None}\n\n"
-     << "reference = run(\"cpu\", torch.float32)\n"
-     << "target = run(DEVICE, DTYPE)\n"
-     << "for name, ref in reference.items():\n"
-     << "    got = target[name]\n"
-     << "    print(name, \"cpu:\", ref.flatten()[:8].tolist())\n"
-     << "    print(name, DEVICE + \":\", got.flatten()[:8].tolist())\n"
-     << "    if ref.is_floating_point() or got.is_floating_point():\n"
-     << "        diff = (got.double() - ref.double()).abs().max().item()\n"
-     << "    else:\n"
-     << "        diff = (got.long() - ref.long()).abs().max().item()\n"
-     << "    print(name, \"max abs difference:\", diff)\n"
-     << "# For mpscheck's own tests: the reference values, to check the inputs were rebuilt exactly.\n"
-     << "if os.environ.get(\"MPSCHECK_REPRO_JSON\"):\n"
-     << "    with open(os.environ[\"MPSCHECK_REPRO_JSON\"], \"w\") as f:\n"
-     << "        finite = lambda v: v if v == v and abs(v) != float(\"inf\") else None\n"
-     << "        json.dump({n: [finite(v) for v in r.flatten()[:16].double().tolist()] for n, r in reference.items()}, f)\n";
-  return py.str();
-}
-
-// Adds the forward case, and the backward case where the op is differentiable and the dtype
-// floating, for every dtype × variant.
-inline void add_op(Catalog& catalog, const OpDef& def,
-                   const std::vector<c10::ScalarType>& dtypes = {c10::kFloat},
-                   const std::vector<Variant>& variants = {Variant::contiguous()}) {
-  for (c10::ScalarType dtype : dtypes) {
-    for (const Variant& v : variants) {
-      OpDef d = def;
-      v.apply(d.args);
-      catalog.add(std::make_unique<OpWorkload>(d, v.name, dtype, false));
-      if (def.differentiable && c10::isFloatingType(dtype))
-        catalog.add(std::make_unique<OpWorkload>(d, v.name, dtype, true));
-    }
-  }
-}
-
 }  // namespace mpscheck::op
+
+// The runtime behind the declarations above.
+#include <mpscheck/detail/op_inputs.hpp>
+#include <mpscheck/detail/op_workload.hpp>
+#include <mpscheck/detail/op_reproducer.hpp>

@@ -83,6 +83,27 @@ TEST(PluginHost, ThrowingFactoryIsReportedWithItsMessage) {
   EXPECT_NE(err.find("throwing-factory"), std::string::npos) << err;
 }
 
+TEST(PluginHost, UnknownToleranceFamilyIsRefusedNamingPluginCaseAndFamily) {
+  const std::string file = kFixtures + "/fixture_unknown_tolerance/fixture_unknown_tolerance.so";
+  PluginHost host;
+  std::string err;
+  try {
+    host.load_file(file);
+  } catch (const PluginLoadError& e) {
+    err = e.what();
+  }
+  ASSERT_FALSE(err.empty()) << "a case naming tolerance family 'convolution' was accepted";
+  EXPECT_NE(err.find(file), std::string::npos) << err;
+  EXPECT_NE(err.find("plugin 'misspelt-tolerance'"), std::string::npos) << err;
+  EXPECT_NE(err.find("case op/fixture/conv1d/f32/contiguous/forward"), std::string::npos) << err;
+  EXPECT_NE(err.find("tolerance family 'convolution'"), std::string::npos) << err;
+  EXPECT_NE(err.find("conv, matmul"), std::string::npos) << err;  // the families it could have meant
+  EXPECT_EQ(err.find('\n'), std::string::npos) << err;
+  // Refused whole: not even its good case is registered.
+  EXPECT_TRUE(host.workloads().empty());
+  EXPECT_TRUE(host.plugins().empty());
+}
+
 TEST(PluginHost, NonElfFileIsRefusedWithASentence) {
   const fs::path dir = fs::temp_directory_path() / "mpscheck-test-nonelf";
   fs::create_directories(dir);

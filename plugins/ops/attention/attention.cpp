@@ -21,20 +21,7 @@ const std::string kPyWScale = python_number(kWScale);
 
 const double kInf = std::numeric_limits<double>::infinity();
 
-const std::vector<c10::ScalarType> kDtypes = {c10::kFloat, c10::kHalf, c10::kBFloat16};
-
 const std::string kScale = python_number(std::sqrt(static_cast<double>(kD)));
-
-OpDef make(std::string op, std::vector<Arg> args, std::function<at::Tensor(const Tensors&)> fn,
-           std::string python) {
-  OpDef d;
-  d.family = "attention";
-  d.op = std::move(op);
-  d.args = std::move(args);
-  d.fn = [fn = std::move(fn)](const Tensors& a) { return Tensors{fn(a)}; };
-  d.python = std::move(python);
-  return d;
-}
 
 // Lowest finite value of the dtype the scores have on this placement (Python: torch.finfo(dtype).min).
 double lowest(c10::ScalarType t) {
@@ -62,6 +49,13 @@ std::string py_attend(const std::string& s, const std::string& v = "v") {
 
 std::vector<Arg> qkv(int64_t lq = kLq, int64_t lk = kLk) {
   return {Arg::randn("q", {kB, kH, lq, kD}), Arg::randn("k", {kB, kH, lk, kD}), Arg::randn("v", {kB, kH, lk, kD})};
+}
+
+// q, k, v and one more arg (a mask or a bias) after them.
+std::vector<Arg> qkv_and(Arg extra) {
+  std::vector<Arg> args = qkv();
+  args.push_back(std::move(extra));
+  return args;
 }
 
 const std::vector<Variant> kQkvVariants = {Variant::contiguous(), Variant::transposed("k"), Variant::sliced("q"),
@@ -102,101 +96,71 @@ std::string py_mha(bool key_padding) {
 }  // namespace
 
 MPSCHECK_CATALOG(attention_cases) {
-  add_op(catalog, make("sdpa", qkv(), [](const Tensors& a) { return attend(scores(a[0], a[1]), a[2]); },
-                       py_attend(py_scores())),
-         kDtypes, kQkvVariants);
+  Family attention(catalog, "attention");
+  attention.dtypes(dtypes::floats).variants(kQkvVariants);
+  using A = const Tensors&;
+
+  attention.op("sdpa", qkv(), [](A a) { return attend(scores(a[0], a[1]), a[2]); }, py_attend(py_scores())).add();
 
   // Boolean key padding mask [B, Lk], True = masked: -inf before the softmax.
-  {
-    auto args = qkv();
-    args.push_back(Arg::mask("mask", {kB, kLk}));
-    add_op(catalog,
-           make("sdpa_padding_mask", args,
-                [](const Tensors& a) {
-                  return attend(scores(a[0], a[1]).masked_fill(a[3].unsqueeze(1).unsqueeze(2), -kInf), a[2]);
-                },
-                py_attend(py_scores() + ".masked_fill(mask[:, None, None, :], float('-inf'))")),
-           kDtypes,
-           {Variant::contiguous(), Variant::transposed("k"), Variant::sliced("q"), Variant::expanded("mask")});
-  }
+  attention.op("sdpa_padding_mask", qkv_and(Arg::mask("mask", {kB, kLk})),
+               [](A a) { return attend(scores(a[0], a[1]).masked_fill(a[3].unsqueeze(1).unsqueeze(2), -kInf), a[2]); },
+               py_attend(py_scores() + ".masked_fill(mask[:, None, None, :], float('-inf'))"))
+      .variants({Variant::contiguous(), Variant::transposed("k"), Variant::sliced("q"), Variant::expanded("mask")}).add();
 
   // Additive float mask [Lq, Lk] broadcast over batch and heads.
-  {
-    auto args = qkv();
-    args.push_back(Arg::randn("bias", {kLq, kLk}));
-    add_op(catalog,
-           make("sdpa_additive_mask", args,
-                [](const Tensors& a) { return attend(scores(a[0], a[1]) + a[3], a[2]); },
-                py_attend(py_scores() + " + bias")),
-           {c10::kFloat}, {Variant::contiguous(), Variant::transposed("k"),
-            Variant::of("transposed_bias", Layout::Transposed, "bias")});
-  }
+  attention.op("sdpa_additive_mask", qkv_and(Arg::randn("bias", {kLq, kLk})),
+               [](A a) { return attend(scores(a[0], a[1]) + a[3], a[2]); }, py_attend(py_scores() + " + bias"))
+      .add(dtypes::f32, {Variant::contiguous(), Variant::transposed("k"),
+                         Variant::of("transposed_bias", Layout::Transposed, "bias")});
 
   // Causal self-attention: keys after the query position masked (triu above the diagonal).
-  add_op(catalog,
-         make("sdpa_causal", qkv(kLk, kLk),
-              [](const Tensors& a) {
-                at::Tensor s = scores(a[0], a[1]);
-                at::Tensor causal = at::ones({kLk, kLk}, s.options().dtype(at::kBool)).triu(1);
-                return attend(s.masked_fill(causal, -kInf), a[2]);
-              },
-              py_attend(py_scores() + ".masked_fill(torch.ones(" + std::to_string(kLk) + ", " +
-                        std::to_string(kLk) + ", dtype=torch.bool, device=q.device).triu(1), float('-inf'))")),
-         kDtypes, kQkvVariants);
+  attention.op("sdpa_causal", qkv(kLk, kLk),
+               [](A a) {
+                 at::Tensor s = scores(a[0], a[1]);
+                 at::Tensor causal = at::ones({kLk, kLk}, s.options().dtype(at::kBool)).triu(1);
+                 return attend(s.masked_fill(causal, -kInf), a[2]);
+               },
+               py_attend(py_scores() + ".masked_fill(torch.ones(" + std::to_string(kLk) + ", " +
+                         std::to_string(kLk) + ", dtype=torch.bool, device=q.device).triu(1), float('-inf'))"))
+      .add();
 
   // Fully masked query row with -inf: softmax over all -inf is NaN on CPU too, so that row is NaN on
   // both sides, which the comparison counts as agreement (NaN == NaN). Forward only: in backward the
   // NaN row spreads into every key/value gradient and nothing would be compared.
-  {
-    auto args = qkv();
-    args.push_back(Arg::mask("mask", {kB, kLq, kLk}));
-    OpDef d = make("sdpa_fully_masked_row", args,
-                   [](const Tensors& a) {
-                     return attend(scores(a[0], a[1]).masked_fill(row0_masked(a[3]).unsqueeze(1), -kInf), a[2]);
-                   },
-                   py_attend(py_scores() + ".masked_fill(" + kPyRow0Masked + "[:, None], float('-inf'))"));
-    d.differentiable = false;
-    d.tags.push_back("nan-expected");
-    add_op(catalog, d, {c10::kFloat}, {Variant::contiguous(), Variant::transposed("k"), Variant::expanded("mask")});
+  const Variants masked_row = {Variant::contiguous(), Variant::transposed("k"), Variant::expanded("mask")};
+  attention.op("sdpa_fully_masked_row", qkv_and(Arg::mask("mask", {kB, kLq, kLk})),
+               [](A a) { return attend(scores(a[0], a[1]).masked_fill(row0_masked(a[3]).unsqueeze(1), -kInf), a[2]); },
+               py_attend(py_scores() + ".masked_fill(" + kPyRow0Masked + "[:, None], float('-inf'))"))
+      .no_grad().tag("nan-expected").add(dtypes::f32, masked_row);
+  // The safe form: the dtype's lowest finite value instead of -inf makes the fully masked row uniform.
+  attention.op("sdpa_fully_masked_row_safe", qkv_and(Arg::mask("mask", {kB, kLq, kLk})),
+               [](A a) {
+                 at::Tensor s = scores(a[0], a[1]);
+                 return attend(s.masked_fill(row0_masked(a[3]).unsqueeze(1), lowest(s.scalar_type())), a[2]);
+               },
+               py_attend("(lambda s: s.masked_fill(" + kPyRow0Masked + "[:, None], torch.finfo(s.dtype).min))(" +
+                         py_scores() + ")"))
+      .variants(masked_row).add();
 
-    // The safe form: the dtype's lowest finite value instead of -inf makes the fully masked row uniform.
-    OpDef safe = make("sdpa_fully_masked_row_safe", args,
-                      [](const Tensors& a) {
-                        at::Tensor s = scores(a[0], a[1]);
-                        return attend(s.masked_fill(row0_masked(a[3]).unsqueeze(1), lowest(s.scalar_type())), a[2]);
-                      },
-                      py_attend("(lambda s: s.masked_fill(" + kPyRow0Masked + "[:, None], torch.finfo(s.dtype).min))(" +
-                                py_scores() + ")"));
-    add_op(catalog, safe, kDtypes, {Variant::contiguous(), Variant::transposed("k"), Variant::expanded("mask")});
-  }
-
-  add_op(catalog, make("mha", mha_args(false), [](const Tensors& a) { return mha(a, false); }, py_mha(false)),
-         kDtypes, {Variant::contiguous(), Variant::transposed("w_in"), Variant::sliced("x")});
-  add_op(catalog,
-         make("mha_key_padding", mha_args(true), [](const Tensors& a) { return mha(a, true); }, py_mha(true)),
-         kDtypes, {Variant::contiguous(), Variant::transposed("w_in"), Variant::expanded("kpm")});
+  attention.op("mha", mha_args(false), [](A a) { return mha(a, false); }, py_mha(false))
+      .variants({Variant::contiguous(), Variant::transposed("w_in"), Variant::sliced("x")}).add();
+  attention.op("mha_key_padding", mha_args(true), [](A a) { return mha(a, true); }, py_mha(true))
+      .variants({Variant::contiguous(), Variant::transposed("w_in"), Variant::expanded("kpm")}).add();
 
   // The fused kernel (flash / memory-efficient / math, chosen by the backend). Its boolean mask is
   // the opposite convention: True = takes part.
-  add_op(catalog,
-         make("scaled_dot_product_attention_causal", qkv(kLk, kLk),
-              [](const Tensors& a) { return at::scaled_dot_product_attention(a[0], a[1], a[2], {}, 0.0, true); },
-              "torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=None, dropout_p=0.0, "
-              "is_causal=True)"),
-         {c10::kFloat}, kQkvVariants);
-  {
-    auto args = qkv();
-    args.push_back(Arg::mask("keep", {kB, kLk}));
-    add_op(catalog,
-           make("scaled_dot_product_attention_bool_mask", args,
-                [](const Tensors& a) {
-                  return at::scaled_dot_product_attention(a[0], a[1], a[2], a[3].unsqueeze(1).unsqueeze(2), 0.0, false);
-                },
-                "torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=keep[:, None, None, :], "
-                "dropout_p=0.0, is_causal=False)"),
-           {c10::kFloat},
-           {Variant::contiguous(), Variant::transposed("k"), Variant::sliced("q"), Variant::expanded("keep")});
-  }
+  attention.op("scaled_dot_product_attention_causal", qkv(kLk, kLk),
+               [](A a) { return at::scaled_dot_product_attention(a[0], a[1], a[2], {}, 0.0, true); },
+               "torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=None, dropout_p=0.0, "
+               "is_causal=True)").add(dtypes::f32);
+  attention.op("scaled_dot_product_attention_bool_mask", qkv_and(Arg::mask("keep", {kB, kLk})),
+               [](A a) {
+                 return at::scaled_dot_product_attention(a[0], a[1], a[2], a[3].unsqueeze(1).unsqueeze(2), 0.0, false);
+               },
+               "torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=keep[:, None, None, :], "
+               "dropout_p=0.0, is_causal=False)")
+      .add(dtypes::f32, {Variant::contiguous(), Variant::transposed("k"), Variant::sliced("q"), Variant::expanded("keep")});
 }
 
 MPSCHECK_PLUGIN("ops-attention", "0.1.0")

@@ -7,17 +7,6 @@ using namespace mpscheck::op;
 
 namespace {
 
-OpDef make(std::string op, std::vector<Arg> args, std::function<at::Tensor(const Tensors&)> fn,
-           std::string python) {
-  OpDef d;
-  d.family = "fft";
-  d.op = std::move(op);
-  d.args = std::move(args);
-  d.fn = [fn = std::move(fn)](const Tensors& a) { return Tensors{fn(a)}; };
-  d.python = std::move(python);
-  return d;
-}
-
 // Complex results as a trailing (re, im) dim; real results unchanged.
 at::Tensor as_real(const at::Tensor& t) { return t.is_complex() ? at::view_as_real(t) : t; }
 
@@ -33,7 +22,7 @@ struct Transform {
   bool complex_output;
 };
 
-void add_transform(mpscheck::Catalog& catalog, const Transform& t) {
+void add_transform(const Family& fft, const Transform& t) {
   for (const char* norm : kNorms) {
     std::vector<Arg> args;
     std::string input;
@@ -49,15 +38,13 @@ void add_transform(mpscheck::Catalog& catalog, const Transform& t) {
     const bool complex_input = t.complex_input;
     auto fn = t.fn;
     const std::string nrm = norm;
-    add_op(catalog,
-           make(t.name + "_norm_" + norm, args,
-                [complex_input, fn, nrm](const Tensors& a) {
-                  return as_real(fn(complex_input ? at::complex(a[0], a[1]) : a[0], nrm));
-                },
-                call),
-           {c10::kFloat},
-           {Variant::contiguous(), Variant::transposed(complex_input ? "re" : "x"),
-            Variant::sliced(complex_input ? "im" : "x")});
+    fft.op(t.name + "_norm_" + norm, args,
+           [complex_input, fn, nrm](const Tensors& a) {
+             return as_real(fn(complex_input ? at::complex(a[0], a[1]) : a[0], nrm));
+           },
+           call)
+        .add(dtypes::f32, {Variant::contiguous(), Variant::transposed(complex_input ? "re" : "x"),
+                           Variant::sliced(complex_input ? "im" : "x")});
   }
 }
 
@@ -68,7 +55,11 @@ const std::string kPyWindow = "torch.hann_window(64, dtype=x.dtype, device=x.dev
 }  // namespace
 
 MPSCHECK_CATALOG(fft_cases) {
+  // float32 only; every case lists its layouts, and most take contiguous and transposed x.
+  Family fft(catalog, "fft");
+  fft.dtypes(dtypes::f32).variants({Variant::contiguous(), Variant::transposed("x")});
   using S = c10::string_view;
+  using T = const at::Tensor&;
   const std::vector<Transform> transforms = {
       {"fft", false, {8, 32}, "", [](const at::Tensor& x, S n) { return at::fft_fft(x, c10::nullopt, -1, n); }, true},
       {"ifft", true, {8, 32}, "", [](const at::Tensor& x, S n) { return at::fft_ifft(x, c10::nullopt, -1, n); }, true},
@@ -88,72 +79,59 @@ MPSCHECK_CATALOG(fft_cases) {
       {"fftn", false, {4, 6, 10}, "",
        [](const at::Tensor& x, S n) { return at::fft_fftn(x, c10::nullopt, c10::nullopt, n); }, true},
   };
-  for (const auto& t : transforms) add_transform(catalog, t);
+  for (const auto& t : transforms) add_transform(fft, t);
 
   // Odd sizes, so fftshift and ifftshift differ; pure data movement.
-  add_op(catalog,
-         make("fftshift", {Arg::randn("x", {7, 9})},
-              [](const Tensors& a) { return at::fft_fftshift(a[0]); }, "torch.fft.fftshift(x)"),
-         {c10::kFloat}, {Variant::contiguous(), Variant::transposed("x"), Variant::sliced("x")});
-  add_op(catalog,
-         make("ifftshift", {Arg::randn("x", {7, 9})},
-              [](const Tensors& a) { return at::fft_ifftshift(a[0]); }, "torch.fft.ifftshift(x)"),
-         {c10::kFloat}, {Variant::contiguous(), Variant::transposed("x"), Variant::sliced("x")});
-  add_op(catalog,
-         make("fftshift_dim", {Arg::randn("x", {4, 7, 9})},
-              [](const Tensors& a) { return at::fft_fftshift(a[0], at::IntArrayRef{1}); },
-              "torch.fft.fftshift(x, dim=[1])"),
-         {c10::kFloat}, {Variant::contiguous(), Variant::transposed("x")});
+  fft.op("fftshift", {Arg::randn("x", {7, 9})}, [](T x) { return at::fft_fftshift(x); }, "torch.fft.fftshift(x)")
+      .variants({Variant::contiguous(), Variant::transposed("x"), Variant::sliced("x")}).add();
+  fft.op("ifftshift", {Arg::randn("x", {7, 9})}, [](T x) { return at::fft_ifftshift(x); }, "torch.fft.ifftshift(x)")
+      .variants({Variant::contiguous(), Variant::transposed("x"), Variant::sliced("x")}).add();
+  fft.op("fftshift_dim", {Arg::randn("x", {4, 7, 9})}, [](T x) { return at::fft_fftshift(x, at::IntArrayRef{1}); },
+         "torch.fft.fftshift(x, dim=[1])").add();
   // Shift of a spectrum, as plotted: fftshift(fft(x)).
-  add_op(catalog,
-         make("fftshift_of_fft", {Arg::randn("x", {8, 31})},
-              [](const Tensors& a) { return at::view_as_real(at::fft_fftshift(at::fft_fft(a[0]), at::IntArrayRef{-1})); },
-              "torch.view_as_real(torch.fft.fftshift(torch.fft.fft(x), dim=[-1]))"),
-         {c10::kFloat}, {Variant::contiguous(), Variant::transposed("x")});
+  fft.op("fftshift_of_fft", {Arg::randn("x", {8, 31})},
+         [](T x) { return at::view_as_real(at::fft_fftshift(at::fft_fft(x), at::IntArrayRef{-1})); },
+         "torch.view_as_real(torch.fft.fftshift(torch.fft.fft(x), dim=[-1]))").add();
 
   // stft of a batch of signals, hann window built inside the op, no centre padding.
-  add_op(catalog,
-         make("stft", {Arg::randn("x", {3, kSignal})},
-              [](const Tensors& a) {
-                at::Tensor w = at::hann_window(kNfft, a[0].options().requires_grad(false));
-                return at::view_as_real(at::stft(a[0], kNfft, kHop, kNfft, w, false, true, true));
-              },
-              "torch.view_as_real(torch.stft(x, 64, 16, 64, " + kPyWindow +
-                  ", center=False, normalized=False, onesided=True, return_complex=True))"),
-         {c10::kFloat}, {Variant::contiguous(), Variant::sliced("x"), Variant::expanded("x")});
+  fft.op("stft", {Arg::randn("x", {3, kSignal})},
+         [](T x) {
+           at::Tensor w = at::hann_window(kNfft, x.options().requires_grad(false));
+           return at::view_as_real(at::stft(x, kNfft, kHop, kNfft, w, false, true, true));
+         },
+         "torch.view_as_real(torch.stft(x, 64, 16, 64, " + kPyWindow +
+             ", center=False, normalized=False, onesided=True, return_complex=True))")
+      .variants({Variant::contiguous(), Variant::sliced("x"), Variant::expanded("x")}).add();
   // Centred (reflect padding) and normalised.
-  add_op(catalog,
-         make("stft_center_normalized", {Arg::randn("x", {3, kSignal})},
-              [](const Tensors& a) {
-                at::Tensor w = at::hann_window(kNfft, a[0].options().requires_grad(false));
-                return at::view_as_real(at::stft(a[0], kNfft, kHop, kNfft, w, true, "reflect", true, true, true));
-              },
-              "torch.view_as_real(torch.stft(x, 64, 16, 64, " + kPyWindow +
-                  ", center=True, pad_mode=\"reflect\", normalized=True, onesided=True, return_complex=True))"),
-         {c10::kFloat}, {Variant::contiguous(), Variant::sliced("x")});
+  fft.op("stft_center_normalized", {Arg::randn("x", {3, kSignal})},
+         [](T x) {
+           at::Tensor w = at::hann_window(kNfft, x.options().requires_grad(false));
+           return at::view_as_real(at::stft(x, kNfft, kHop, kNfft, w, true, "reflect", true, true, true));
+         },
+         "torch.view_as_real(torch.stft(x, 64, 16, 64, " + kPyWindow +
+             ", center=True, pad_mode=\"reflect\", normalized=True, onesided=True, return_complex=True))")
+      .variants({Variant::contiguous(), Variant::sliced("x")}).add();
   // istft of an arbitrary one-sided spectrogram [B, n_fft/2+1, frames]; hop n_fft/4 keeps the
   // hann overlap-add envelope non-zero.
-  add_op(catalog,
-         make("istft", {Arg::randn("re", {3, kNfft / 2 + 1, 17}), Arg::randn("im", {3, kNfft / 2 + 1, 17})},
-              [](const Tensors& a) {
-                at::Tensor w = at::hann_window(kNfft, a[0].options().requires_grad(false));
-                return at::istft(at::complex(a[0], a[1]), kNfft, kHop, kNfft, w, true, false, true, kSignal, false);
-              },
-              "torch.istft(torch.complex(re, im), 64, 16, 64, torch.hann_window(64, dtype=re.dtype, device=re.device), "
-              "center=True, normalized=False, onesided=True, length=256, return_complex=False)"),
-         {c10::kFloat}, {Variant::contiguous(), Variant::transposed("re"), Variant::sliced("im")});
+  fft.op("istft", {Arg::randn("re", {3, kNfft / 2 + 1, 17}), Arg::randn("im", {3, kNfft / 2 + 1, 17})},
+         [](const Tensors& a) {
+           at::Tensor w = at::hann_window(kNfft, a[0].options().requires_grad(false));
+           return at::istft(at::complex(a[0], a[1]), kNfft, kHop, kNfft, w, true, false, true, kSignal, false);
+         },
+         "torch.istft(torch.complex(re, im), 64, 16, 64, torch.hann_window(64, dtype=re.dtype, device=re.device), "
+         "center=True, normalized=False, onesided=True, length=256, return_complex=False)")
+      .variants({Variant::contiguous(), Variant::transposed("re"), Variant::sliced("im")}).add();
   // Round trip: istft(stft(x)) reconstructs x.
-  add_op(catalog,
-         make("stft_istft_roundtrip", {Arg::randn("x", {3, kSignal})},
-              [](const Tensors& a) {
-                at::Tensor w = at::hann_window(kNfft, a[0].options().requires_grad(false));
-                at::Tensor spec = at::stft(a[0], kNfft, kHop, kNfft, w, true, "reflect", false, true, true);
-                return at::istft(spec, kNfft, kHop, kNfft, w, true, false, true, kSignal, false);
-              },
-              "(lambda w: torch.istft(torch.stft(x, 64, 16, 64, w, center=True, pad_mode=\"reflect\", "
-              "normalized=False, onesided=True, return_complex=True), 64, 16, 64, w, center=True, normalized=False, "
-              "onesided=True, length=256, return_complex=False))(" + kPyWindow + ")"),
-         {c10::kFloat}, {Variant::contiguous(), Variant::sliced("x")});
+  fft.op("stft_istft_roundtrip", {Arg::randn("x", {3, kSignal})},
+         [](T x) {
+           at::Tensor w = at::hann_window(kNfft, x.options().requires_grad(false));
+           at::Tensor spec = at::stft(x, kNfft, kHop, kNfft, w, true, "reflect", false, true, true);
+           return at::istft(spec, kNfft, kHop, kNfft, w, true, false, true, kSignal, false);
+         },
+         "(lambda w: torch.istft(torch.stft(x, 64, 16, 64, w, center=True, pad_mode=\"reflect\", "
+         "normalized=False, onesided=True, return_complex=True), 64, 16, 64, w, center=True, normalized=False, "
+         "onesided=True, length=256, return_complex=False))(" + kPyWindow + ")")
+      .variants({Variant::contiguous(), Variant::sliced("x")}).add();
 }
 
 MPSCHECK_PLUGIN("ops-fft", "0.1.0")

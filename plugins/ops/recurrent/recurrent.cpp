@@ -10,8 +10,6 @@ namespace {
 
 constexpr int64_t kBatch = 3, kIn = 8, kHidden = 12, kSeq = 5;
 
-const std::vector<c10::ScalarType> kDtypes = {c10::kFloat, c10::kHalf, c10::kBFloat16};
-
 // Weights are drawn randn and scaled by 1/sqrt(hidden) inside the op (nn.LSTM's init scale), so
 // gates do not saturate. Not Arg::uniform: the SDK's Python draw for it does not parse (see report).
 const double kScale = 1.0 / std::sqrt(static_cast<double>(kHidden));
@@ -22,16 +20,6 @@ Arg weight(std::string name, std::vector<int64_t> shape) { return Arg::randn(std
 at::Tensor w(const at::Tensor& t) { return t * kScale; }
 std::string pyw(const std::string& name) { return name + " * " + kPyScale; }
 const std::string kPyCellWeights = pyw("w_ih") + ", " + pyw("w_hh") + ", " + pyw("b_ih") + ", " + pyw("b_hh") + ")";
-
-OpDef make(std::string op, std::vector<Arg> args, OpFn fn, std::string python) {
-  OpDef d;
-  d.family = "recurrent";
-  d.op = std::move(op);
-  d.args = std::move(args);
-  d.fn = std::move(fn);
-  d.python = std::move(python);
-  return d;
-}
 
 // ----- cells: x [B, in], h (and c) [B, hidden], w_ih [G*hidden, in], w_hh [G*hidden, hidden] -----
 
@@ -84,7 +72,7 @@ std::vector<Arg> layer_args(const Layer& l, std::vector<std::string>& weight_nam
   return a;
 }
 
-void add_layer(mpscheck::Catalog& catalog, const Layer& l) {
+void add_layer(const Family& recurrent, const Layer& l) {
   std::vector<std::string> names;
   std::vector<Arg> args = layer_args(l, names);
   const size_t first_weight = l.lstm ? 3 : 2;
@@ -105,36 +93,30 @@ void add_layer(mpscheck::Catalog& catalog, const Layer& l) {
   const std::string flags = std::string(", True, ") + std::to_string(l.layers) + ", 0.0, False, " +
                             (l.bidirectional ? "True" : "False") + ", " + (l.batch_first ? "True" : "False") + ")";
   std::string python = l.lstm ? "torch.lstm(x, (h, c), " + list + flags : "torch.gru(x, h, " + list + flags;
-  add_op(catalog, make(l.name, std::move(args), std::move(fn), std::move(python)), kDtypes,
-         {Variant::contiguous(), Variant::transposed("w_hh_l0"), Variant::sliced("x")});
+  recurrent.op(l.name, std::move(args), std::move(fn), std::move(python))
+      .variants({Variant::contiguous(), Variant::transposed("w_hh_l0"), Variant::sliced("x")}).add();
 }
 
 }  // namespace
 
 MPSCHECK_CATALOG(recurrent_cases) {
-  add_op(catalog,
-         make("lstm_cell", cell_args(4, true),
-              [](const Tensors& a) {
-                auto [hy, cy] = at::lstm_cell(a[0], {a[1], a[2]}, w(a[3]), w(a[4]), w(a[5]), w(a[6]));
-                return Tensors{hy, cy};
-              },
-              "torch.lstm_cell(x, (h, c), " + kPyCellWeights),
-         kDtypes, kCellVariants);
-  add_op(catalog,
-         make("gru_cell", cell_args(3, false),
-              [](const Tensors& a) { return Tensors{at::gru_cell(a[0], a[1], w(a[2]), w(a[3]), w(a[4]), w(a[5]))}; },
-              "torch.gru_cell(x, h, " + kPyCellWeights),
-         kDtypes, kCellVariants);
-  add_op(catalog,
-         make("rnn_tanh_cell", cell_args(1, false),
-              [](const Tensors& a) { return Tensors{at::rnn_tanh_cell(a[0], a[1], w(a[2]), w(a[3]), w(a[4]), w(a[5]))}; },
-              "torch.rnn_tanh_cell(x, h, " + kPyCellWeights),
-         kDtypes, kCellVariants);
-  add_op(catalog,
-         make("rnn_relu_cell", cell_args(1, false),
-              [](const Tensors& a) { return Tensors{at::rnn_relu_cell(a[0], a[1], w(a[2]), w(a[3]), w(a[4]), w(a[5]))}; },
-              "torch.rnn_relu_cell(x, h, " + kPyCellWeights),
-         kDtypes, kCellVariants);
+  Family recurrent(catalog, "recurrent");
+  recurrent.dtypes(dtypes::floats).variants(kCellVariants);
+  using A = const Tensors&;
+  recurrent.op("lstm_cell", cell_args(4, true),
+               [](A a) {
+                 auto [hy, cy] = at::lstm_cell(a[0], {a[1], a[2]}, w(a[3]), w(a[4]), w(a[5]), w(a[6]));
+                 return Tensors{hy, cy};
+               },
+               "torch.lstm_cell(x, (h, c), " + kPyCellWeights).add();
+  recurrent.op("gru_cell", cell_args(3, false), [](A a) { return at::gru_cell(a[0], a[1], w(a[2]), w(a[3]), w(a[4]), w(a[5])); },
+               "torch.gru_cell(x, h, " + kPyCellWeights).add();
+  recurrent.op("rnn_tanh_cell", cell_args(1, false),
+               [](A a) { return at::rnn_tanh_cell(a[0], a[1], w(a[2]), w(a[3]), w(a[4]), w(a[5])); },
+               "torch.rnn_tanh_cell(x, h, " + kPyCellWeights).add();
+  recurrent.op("rnn_relu_cell", cell_args(1, false),
+               [](A a) { return at::rnn_relu_cell(a[0], a[1], w(a[2]), w(a[3]), w(a[4]), w(a[5])); },
+               "torch.rnn_relu_cell(x, h, " + kPyCellWeights).add();
 
   for (const Layer& l : std::vector<Layer>{
            {"lstm", 4, true, 1, false, false},
@@ -148,7 +130,7 @@ MPSCHECK_CATALOG(recurrent_cases) {
            {"gru_bidirectional", 3, false, 1, true, false},
            {"gru_2layer_bidirectional_batch_first", 3, false, 2, true, true},
        })
-    add_layer(catalog, l);
+    add_layer(recurrent, l);
 }
 
 MPSCHECK_PLUGIN("ops-recurrent", "0.1.0")

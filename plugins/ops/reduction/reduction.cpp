@@ -10,187 +10,126 @@ using namespace mpscheck::op;
 namespace {
 
 const std::vector<int64_t> kShape = {64, 128};
-const std::vector<c10::ScalarType> kInts = {c10::kLong, c10::kInt};
 
-struct Coverage {
-  bool reduced = true;                    // also float16 and bfloat16
-  std::vector<c10::ScalarType> integers;  // integer (and bool) dtypes the op takes
-};
-
-OpDef make(std::string op, std::vector<Arg> args, std::function<at::Tensor(const Tensors&)> fn,
-           std::string python, bool differentiable = true) {
-  OpDef d;
-  d.family = "reduction";
-  d.op = std::move(op);
-  d.args = std::move(args);
-  d.fn = [fn = std::move(fn)](const Tensors& a) { return Tensors{fn(a)}; };
-  d.python = std::move(python);
-  d.differentiable = differentiable;
-  return d;
-}
+using T = const at::Tensor&;
 
 // float32: contiguous, transposed (reduce over a strided dim), sliced; others: contiguous, transposed.
-void add_reduction(mpscheck::Catalog& catalog, const OpDef& def, const Coverage& cov = {}) {
-  const std::vector<Variant> all = {Variant::contiguous(), Variant::transposed(), Variant::sliced()};
-  const std::vector<Variant> two = {Variant::contiguous(), Variant::transposed()};
-  add_op(catalog, def, {c10::kFloat}, all);
-  if (cov.reduced) add_op(catalog, def, {c10::kHalf, c10::kBFloat16}, two);
-  if (!cov.integers.empty()) add_op(catalog, def, cov.integers, two);
-}
+const Variants kEveryLayout = {Variant::contiguous(), Variant::transposed(), Variant::sliced()};
+const Variants kTwoLayouts = {Variant::contiguous(), Variant::transposed()};
 
 // Past 2^24 elements float32 cannot count and float32 indices cannot address: forward only.
-void add_large(mpscheck::Catalog& catalog, OpDef def, c10::ScalarType dtype = c10::kFloat) {
-  def.differentiable = false;
-  def.tags.push_back("large");
-  add_op(catalog, def, {dtype}, {Variant{"large", [](std::vector<Arg>&) {}}});
-}
+void add_large(const Case& c, c10::ScalarType dtype = c10::kFloat) { c.no_grad().large().add({dtype}); }
 
 Arg x_arg() { return Arg::randn("x", kShape); }
 
 // An arg-reduction's index is ambiguous where values tie (rounding to float16/bfloat16 makes
 // ties): it is checked by the value it selects from x.
-OpDef indexing_x(OpDef d, bool flat) {
-  d.indices.push_back(IndexOf{0, [](const Tensors& a) { return a[0]; }, -1, flat});
-  return d;
-}
+IndexOf into_x(bool flat) { return IndexOf{0, [](const Tensors& a) { return a[0]; }, -1, flat}; }
 
 }  // namespace
 
 MPSCHECK_CATALOG(reduction_sum_cases) {
-  const Coverage with_ints{true, {c10::kLong, c10::kInt, c10::kBool}};
-  const Coverage floats;
-  add_reduction(catalog, make("sum", {x_arg()}, [](const Tensors& a) { return a[0].sum(-1); }, "x.sum(-1)"),
-                with_ints);
-  add_reduction(catalog, make("sum_dim0", {x_arg()}, [](const Tensors& a) { return a[0].sum(0); }, "x.sum(0)"),
-                with_ints);
-  add_reduction(catalog, make("sum_all", {x_arg()}, [](const Tensors& a) { return a[0].sum(); }, "x.sum()"),
-                with_ints);
-  add_reduction(catalog, make("sum_keepdim", {Arg::randn("x", {8, 16, 24})},
-                              [](const Tensors& a) { return a[0].sum(at::IntArrayRef{0, 2}, true); }, "x.sum([0, 2], keepdim=True)"),
-                floats);
-  add_reduction(catalog, make("mean", {x_arg()}, [](const Tensors& a) { return a[0].mean(-1); }, "x.mean(-1)"),
-                floats);
-  add_reduction(catalog, make("mean_all", {x_arg()}, [](const Tensors& a) { return a[0].mean(); }, "x.mean()"),
-                floats);
+  const Family reduction =
+      Family(catalog, "reduction").dtypes(dtypes::floats).variants(kEveryLayout, kTwoLayouts);
+  const DTypes with_bool = {c10::kFloat, c10::kHalf, c10::kBFloat16, c10::kLong, c10::kInt, c10::kBool};
+  reduction.op("sum", {x_arg()}, [](T x) { return x.sum(-1); }, "x.sum(-1)").add(with_bool);
+  reduction.op("sum_dim0", {x_arg()}, [](T x) { return x.sum(0); }, "x.sum(0)").add(with_bool);
+  reduction.op("sum_all", {x_arg()}, [](T x) { return x.sum(); }, "x.sum()").add(with_bool);
+  reduction.op("sum_keepdim", {Arg::randn("x", {8, 16, 24})}, [](T x) { return x.sum(at::IntArrayRef{0, 2}, true); },
+               "x.sum([0, 2], keepdim=True)").add();
+  reduction.op("mean", {x_arg()}, [](T x) { return x.mean(-1); }, "x.mean(-1)").add();
+  reduction.op("mean_all", {x_arg()}, [](T x) { return x.mean(); }, "x.mean()").add();
   // Short rows keep the product finite; the integer cases include zeros (a special prod backward path).
-  add_reduction(catalog, make("prod", {Arg::uniform("x", {64, 8}, -2, 2)},
-                              [](const Tensors& a) { return a[0].prod(-1); }, "x.prod(-1)"),
-                Coverage{true, kInts});
-  add_reduction(catalog, make("logsumexp", {Arg::uniform("x", kShape, -50, 50)},
-                              [](const Tensors& a) { return at::logsumexp(a[0], {-1}); }, "torch.logsumexp(x, -1)"),
-                floats);
-  add_reduction(catalog, make("nansum", {x_arg()}, [](const Tensors& a) { return at::nansum(a[0], {-1}); },
-                              "torch.nansum(x, -1)"), Coverage{false, {}});
+  reduction.op("prod", {Arg::uniform("x", {64, 8}, -2, 2)}, [](T x) { return x.prod(-1); }, "x.prod(-1)")
+      .add(dtypes::all);
+  reduction.op("logsumexp", {Arg::uniform("x", kShape, -50, 50)}, [](T x) { return at::logsumexp(x, {-1}); },
+               "torch.logsumexp(x, -1)").add();
+  reduction.op("nansum", {x_arg()}, [](T x) { return at::nansum(x, {-1}); }, "torch.nansum(x, -1)").add(dtypes::f32);
 
-  add_reduction(catalog, make("cumsum", {Arg::randn("x", {32, 256})},
-                              [](const Tensors& a) { return at::cumsum(a[0], -1); }, "torch.cumsum(x, -1)"),
-                with_ints);
-  add_reduction(catalog, make("cumsum_dim0", {Arg::randn("x", {32, 256})},
-                              [](const Tensors& a) { return at::cumsum(a[0], 0); }, "torch.cumsum(x, 0)"),
-                Coverage{false, {c10::kLong}});
-  add_reduction(catalog, make("cumprod", {Arg::uniform("x", {32, 64}, 0.8, 1.25)},
-                              [](const Tensors& a) { return at::cumprod(a[0], -1); }, "torch.cumprod(x, -1)"),
-                Coverage{false, {}});
-  add_reduction(catalog, make("cumprod_int", {Arg::uniform("x", {32, 16}, -2, 3)},
-                              [](const Tensors& a) { return at::cumprod(a[0], -1); }, "torch.cumprod(x, -1)", false),
-                Coverage{false, {c10::kLong}});
-  add_reduction(catalog, make("cummax", {x_arg()},
-                              [](const Tensors& a) { return std::get<0>(at::cummax(a[0], -1)); },
-                              "torch.cummax(x, -1).values"), Coverage{false, {c10::kLong}});
-  add_reduction(catalog, make("logcumsumexp", {Arg::uniform("x", kShape, -20, 20)},
-                              [](const Tensors& a) { return at::logcumsumexp(a[0], -1); },
-                              "torch.logcumsumexp(x, -1)"), Coverage{false, {}});
+  reduction.op("cumsum", {Arg::randn("x", {32, 256})}, [](T x) { return at::cumsum(x, -1); }, "torch.cumsum(x, -1)")
+      .add(with_bool);
+  reduction.op("cumsum_dim0", {Arg::randn("x", {32, 256})}, [](T x) { return at::cumsum(x, 0); },
+               "torch.cumsum(x, 0)").add({c10::kFloat, c10::kLong});
+  reduction.op("cumprod", {Arg::uniform("x", {32, 64}, 0.8, 1.25)}, [](T x) { return at::cumprod(x, -1); },
+               "torch.cumprod(x, -1)").add(dtypes::f32);
+  reduction.op("cumprod_int", {Arg::uniform("x", {32, 16}, -2, 3)}, [](T x) { return at::cumprod(x, -1); },
+               "torch.cumprod(x, -1)").no_grad().add({c10::kFloat, c10::kLong});
+  reduction.op("cummax", {x_arg()}, [](T x) { return std::get<0>(at::cummax(x, -1)); }, "torch.cummax(x, -1).values")
+      .add({c10::kFloat, c10::kLong});
+  reduction.op("logcumsumexp", {Arg::uniform("x", kShape, -20, 20)}, [](T x) { return at::logcumsumexp(x, -1); },
+               "torch.logcumsumexp(x, -1)").add(dtypes::f32);
 
-  add_large(catalog, make("sum_all", {Arg::randn("x", {1 << 25})}, [](const Tensors& a) { return a[0].sum(); },
-                          "x.sum()"));
-  add_large(catalog, make("sum_all_int", {Arg::randn("x", {1 << 25})}, [](const Tensors& a) { return a[0].sum(); },
-                          "x.sum()"), c10::kInt);
-  add_large(catalog, make("mean", {Arg::randn("x", {4, 1 << 23})}, [](const Tensors& a) { return a[0].mean(-1); },
-                          "x.mean(-1)"));
-  add_large(catalog, make("cumsum", {Arg::randn("x", {1 << 25})},
-                          [](const Tensors& a) { return at::cumsum(a[0], 0); }, "torch.cumsum(x, 0)"), c10::kLong);
-  add_large(catalog, make("logsumexp", {Arg::uniform("x", {2, 1 << 24}, -50, 50)},
-                          [](const Tensors& a) { return at::logsumexp(a[0], {-1}); }, "torch.logsumexp(x, -1)"));
+  add_large(reduction.op("sum_all", {Arg::randn("x", {1 << 25})}, [](T x) { return x.sum(); }, "x.sum()"));
+  add_large(reduction.op("sum_all_int", {Arg::randn("x", {1 << 25})}, [](T x) { return x.sum(); }, "x.sum()"),
+            c10::kInt);
+  add_large(reduction.op("mean", {Arg::randn("x", {4, 1 << 23})}, [](T x) { return x.mean(-1); }, "x.mean(-1)"));
+  add_large(reduction.op("cumsum", {Arg::randn("x", {1 << 25})}, [](T x) { return at::cumsum(x, 0); },
+                         "torch.cumsum(x, 0)"), c10::kLong);
+  add_large(reduction.op("logsumexp", {Arg::uniform("x", {2, 1 << 24}, -50, 50)},
+                         [](T x) { return at::logsumexp(x, {-1}); }, "torch.logsumexp(x, -1)"));
 }
 
 MPSCHECK_CATALOG(reduction_extrema_cases) {
-  const Coverage with_ints{true, kInts};
-  add_reduction(catalog, make("amax", {x_arg()}, [](const Tensors& a) { return at::amax(a[0], {-1}); },
-                              "torch.amax(x, -1)"), with_ints);
-  add_reduction(catalog, make("amin", {x_arg()}, [](const Tensors& a) { return at::amin(a[0], {-1}); },
-                              "torch.amin(x, -1)"), with_ints);
-  add_reduction(catalog, make("amax_dim0", {x_arg()}, [](const Tensors& a) { return at::amax(a[0], {0}); },
-                              "torch.amax(x, 0)"), Coverage{false, kInts});
-  add_reduction(catalog, make("max_dim", {x_arg()}, [](const Tensors& a) { return std::get<0>(at::max(a[0], -1)); },
-                              "torch.max(x, -1).values"), with_ints);
-  add_reduction(catalog, make("min_dim", {x_arg()}, [](const Tensors& a) { return std::get<0>(at::min(a[0], -1)); },
-                              "torch.min(x, -1).values"), with_ints);
-  add_reduction(catalog, make("max_all", {x_arg()}, [](const Tensors& a) { return a[0].max(); }, "x.max()"),
-                with_ints);
+  const Family reduction =
+      Family(catalog, "reduction").dtypes(dtypes::floats).variants(kEveryLayout, kTwoLayouts);
+  reduction.op("amax", {x_arg()}, [](T x) { return at::amax(x, {-1}); }, "torch.amax(x, -1)").add(dtypes::all);
+  reduction.op("amin", {x_arg()}, [](T x) { return at::amin(x, {-1}); }, "torch.amin(x, -1)").add(dtypes::all);
+  reduction.op("amax_dim0", {x_arg()}, [](T x) { return at::amax(x, {0}); }, "torch.amax(x, 0)").add(dtypes::f32_ints);
+  reduction.op("max_dim", {x_arg()}, [](T x) { return std::get<0>(at::max(x, -1)); }, "torch.max(x, -1).values")
+      .add(dtypes::all);
+  reduction.op("min_dim", {x_arg()}, [](T x) { return std::get<0>(at::min(x, -1)); }, "torch.min(x, -1).values")
+      .add(dtypes::all);
+  reduction.op("max_all", {x_arg()}, [](T x) { return x.max(); }, "x.max()").add(dtypes::all);
   // Integer inputs tie often: torch returns the first index, backends that do not are caught here.
-  add_reduction(catalog, indexing_x(make("argmax", {x_arg()}, [](const Tensors& a) { return at::argmax(a[0], -1); },
-                                         "torch.argmax(x, -1)", false), false), with_ints);
-  add_reduction(catalog, indexing_x(make("argmin", {x_arg()}, [](const Tensors& a) { return at::argmin(a[0], -1); },
-                                         "torch.argmin(x, -1)", false), false), with_ints);
-  add_reduction(catalog, indexing_x(make("argmax_all", {x_arg()}, [](const Tensors& a) { return at::argmax(a[0]); },
-                                         "torch.argmax(x)", false), true), with_ints);
-  add_large(catalog, indexing_x(make("argmax", {Arg::randn("x", {1 << 25})}, [](const Tensors& a) { return at::argmax(a[0]); },
-                                     "torch.argmax(x)"), true));
-  add_large(catalog, make("amax", {Arg::randn("x", {2, 1 << 24})},
-                          [](const Tensors& a) { return at::amax(a[0], {-1}); }, "torch.amax(x, -1)"));
+  reduction.op("argmax", {x_arg()}, [](T x) { return at::argmax(x, -1); }, "torch.argmax(x, -1)")
+      .no_grad().index(into_x(false)).add(dtypes::all);
+  reduction.op("argmin", {x_arg()}, [](T x) { return at::argmin(x, -1); }, "torch.argmin(x, -1)")
+      .no_grad().index(into_x(false)).add(dtypes::all);
+  reduction.op("argmax_all", {x_arg()}, [](T x) { return at::argmax(x); }, "torch.argmax(x)")
+      .no_grad().index(into_x(true)).add(dtypes::all);
+  add_large(reduction.op("argmax", {Arg::randn("x", {1 << 25})}, [](T x) { return at::argmax(x); }, "torch.argmax(x)")
+                .index(into_x(true)));
+  add_large(reduction.op("amax", {Arg::randn("x", {2, 1 << 24})}, [](T x) { return at::amax(x, {-1}); },
+                         "torch.amax(x, -1)"));
 }
 
 MPSCHECK_CATALOG(reduction_statistics_cases) {
-  const Coverage floats;
-  add_reduction(catalog, make("std", {x_arg()}, [](const Tensors& a) { return at::std(a[0], {-1}, true, false); },
-                              "torch.std(x, -1, unbiased=True)"), floats);
-  add_reduction(catalog, make("std_biased", {x_arg()},
-                              [](const Tensors& a) { return at::std(a[0], {-1}, false, false); },
-                              "torch.std(x, -1, unbiased=False)"), Coverage{false, {}});
-  add_reduction(catalog, make("var", {x_arg()}, [](const Tensors& a) { return at::var(a[0], {-1}, true, false); },
-                              "torch.var(x, -1, unbiased=True)"), floats);
-  add_reduction(catalog, make("var_biased", {x_arg()},
-                              [](const Tensors& a) { return at::var(a[0], {-1}, false, false); },
-                              "torch.var(x, -1, unbiased=False)"), floats);
+  const Family reduction =
+      Family(catalog, "reduction").dtypes(dtypes::floats).variants(kEveryLayout, kTwoLayouts);
+  reduction.op("std", {x_arg()}, [](T x) { return at::std(x, {-1}, true, false); }, "torch.std(x, -1, unbiased=True)")
+      .add();
+  reduction.op("std_biased", {x_arg()}, [](T x) { return at::std(x, {-1}, false, false); },
+               "torch.std(x, -1, unbiased=False)").add(dtypes::f32);
+  reduction.op("var", {x_arg()}, [](T x) { return at::var(x, {-1}, true, false); }, "torch.var(x, -1, unbiased=True)")
+      .add();
+  reduction.op("var_biased", {x_arg()}, [](T x) { return at::var(x, {-1}, false, false); },
+               "torch.var(x, -1, unbiased=False)").add();
   // A large common offset: one-pass variance formulas lose every digit here.
-  add_reduction(catalog, make("var_offset", {Arg::uniform("x", kShape, 1000, 1001)},
-                              [](const Tensors& a) { return at::var(a[0], {-1}, true, false); },
-                              "torch.var(x, -1, unbiased=True)"), Coverage{false, {}});
-  add_reduction(catalog, make("var_all", {x_arg()}, [](const Tensors& a) { return at::var(a[0]); }, "torch.var(x)"),
-                Coverage{false, {}});
+  reduction.op("var_offset", {Arg::uniform("x", kShape, 1000, 1001)}, [](T x) { return at::var(x, {-1}, true, false); },
+               "torch.var(x, -1, unbiased=True)").add(dtypes::f32);
+  reduction.op("var_all", {x_arg()}, [](T x) { return at::var(x); }, "torch.var(x)").add(dtypes::f32);
 
   const double inf = std::numeric_limits<double>::infinity();
-  add_reduction(catalog, make("norm_l1", {x_arg()},
-                              [](const Tensors& a) { return at::linalg_vector_norm(a[0], 1, {-1}, false, c10::nullopt); },
-                              "torch.linalg.vector_norm(x, 1, -1)"), floats);
-  add_reduction(catalog, make("norm_l2", {x_arg()},
-                              [](const Tensors& a) { return at::linalg_vector_norm(a[0], 2, {-1}, false, c10::nullopt); },
-                              "torch.linalg.vector_norm(x, 2, -1)"), floats);
-  add_reduction(catalog, make("norm_inf", {x_arg()},
-                              [inf](const Tensors& a) {
-                                return at::linalg_vector_norm(a[0], inf, {-1}, false, c10::nullopt);
-                              },
-                              "torch.linalg.vector_norm(x, float('inf'), -1)"), floats);
-  add_reduction(catalog, make("norm_l2_all", {x_arg()}, [](const Tensors& a) { return at::norm(a[0]); },
-                              "torch.norm(x)"), Coverage{false, {}});
+  reduction.op("norm_l1", {x_arg()}, [](T x) { return at::linalg_vector_norm(x, 1, {-1}, false, c10::nullopt); },
+               "torch.linalg.vector_norm(x, 1, -1)").add();
+  reduction.op("norm_l2", {x_arg()}, [](T x) { return at::linalg_vector_norm(x, 2, {-1}, false, c10::nullopt); },
+               "torch.linalg.vector_norm(x, 2, -1)").add();
+  reduction.op("norm_inf", {x_arg()}, [inf](T x) { return at::linalg_vector_norm(x, inf, {-1}, false, c10::nullopt); },
+               "torch.linalg.vector_norm(x, float('inf'), -1)").add();
+  reduction.op("norm_l2_all", {x_arg()}, [](T x) { return at::norm(x); }, "torch.norm(x)").add(dtypes::f32);
 
   // Masks over short rows so that both true and false results occur.
   const std::vector<int64_t> rows = {256, 4};
-  const std::vector<c10::ScalarType> any_dtypes = {c10::kBool, c10::kFloat, c10::kLong};
-  for (c10::ScalarType t : any_dtypes) {
-    Arg x = t == c10::kBool ? Arg::mask("x", rows) : Arg::uniform("x", rows, 0, 2);
-    if (t != c10::kBool) x = Arg::integers("x", rows, 0, 2, c10::ScalarType::Undefined);
-    const std::vector<Variant> variants = {Variant::contiguous(), Variant::transposed()};
-    add_op(catalog, make("any", {x}, [](const Tensors& a) { return a[0].any(-1); }, "x.any(-1)", false), {t},
-           variants);
-    add_op(catalog, make("all", {x}, [](const Tensors& a) { return a[0].all(-1); }, "x.all(-1)", false), {t},
-           variants);
-    add_op(catalog, make("count_nonzero", {x}, [](const Tensors& a) { return at::count_nonzero(a[0], c10::optional<int64_t>(-1)); },
-                         "torch.count_nonzero(x, -1)", false), {t}, variants);
+  const Variants variants = {Variant::contiguous(), Variant::transposed()};
+  for (c10::ScalarType t : {c10::kBool, c10::kFloat, c10::kLong}) {
+    const Arg in = t == c10::kBool ? Arg::mask("x", rows) : Arg::integers("x", rows, 0, 2, c10::ScalarType::Undefined);
+    reduction.op("any", {in}, [](T x) { return x.any(-1); }, "x.any(-1)").no_grad().add({t}, variants);
+    reduction.op("all", {in}, [](T x) { return x.all(-1); }, "x.all(-1)").no_grad().add({t}, variants);
+    reduction.op("count_nonzero", {in}, [](T x) { return at::count_nonzero(x, c10::optional<int64_t>(-1)); },
+                 "torch.count_nonzero(x, -1)").no_grad().add({t}, variants);
   }
-  add_large(catalog, make("count_nonzero", {Arg::mask("x", {1 << 25})},
-                          [](const Tensors& a) { return at::count_nonzero(a[0]); }, "torch.count_nonzero(x)"),
-            c10::kBool);
+  add_large(reduction.op("count_nonzero", {Arg::mask("x", {1 << 25})}, [](T x) { return at::count_nonzero(x); },
+                         "torch.count_nonzero(x)"), c10::kBool);
 }
 
 MPSCHECK_PLUGIN("ops-reduction", "0.1.0")

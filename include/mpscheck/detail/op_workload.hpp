@@ -1,0 +1,160 @@
+// The op SDK's runtime: the Workload and Instance every OpDef case becomes, and add_op, which
+// makes them. Part of <mpscheck/op.hpp>, which includes it after its declarations; include that.
+#pragma once
+
+#include <ATen/CPUGeneratorImpl.h>
+#include <ATen/core/grad_mode.h>
+
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace mpscheck::op {
+
+class OpWorkload final : public Workload {
+ public:
+  OpWorkload(OpDef def, std::string variant, c10::ScalarType dtype, bool backward)
+      : def_(std::move(def)), variant_(std::move(variant)), dtype_(dtype), backward_(backward) {}
+
+  std::string id() const override {
+    return "op/" + def_.family + "/" + def_.op + "/" + dtype_short(dtype_) + "/" + variant_ +
+           (backward_ ? "/backward" : "/forward");
+  }
+  Kind kind() const override { return Kind::Op; }
+  std::vector<std::string> tags() const override {
+    std::vector<std::string> t = def_.tags;
+    t.push_back(def_.family);
+    t.push_back(backward_ ? "backward" : "forward");
+    if (variant_ != "contiguous") t.push_back("noncontiguous");
+    return t;
+  }
+  std::string family() const override { return def_.tolerance.empty() ? def_.family : def_.tolerance; }
+  c10::ScalarType dtype() const override {
+    return c10::isFloatingType(dtype_) ? dtype_ : c10::kFloat;
+  }
+  bool has_gold() const override { return c10::isFloatingType(dtype_) && family() != "random"; }
+  // Random ops return statistics of a sample: compared with the "random" tolerance, never re-run
+  // for determinism.
+  bool is_random() const override { return family() == "random"; }
+
+  std::unique_ptr<Instance> instantiate(const Setup& setup, const Placement& where) const override;
+  std::string reproducer(const ReproTarget& target) const override;
+
+  const OpDef& def() const { return def_; }
+  bool backward() const { return backward_; }
+  c10::ScalarType case_dtype() const { return dtype_; }
+
+ private:
+  OpDef def_;
+  std::string variant_;
+  c10::ScalarType dtype_;
+  bool backward_;
+};
+
+class OpInstance final : public Instance {
+ public:
+  OpInstance(const OpWorkload& w, const Setup& setup, const Placement& where) : w_(w), seed_(setup.seed) {
+    const OpDef& def = w.def();
+    at::Generator gen = at::detail::createCPUGenerator(setup.seed);
+    for (const Arg& a : def.args) {
+      at::Tensor base = draw(a, w.case_dtype(), gen);
+      if (where.round_inputs_to != c10::ScalarType::Undefined && c10::isFloatingType(base.scalar_type()))
+        base = base.to(where.round_inputs_to).to(base.scalar_type());
+      base = base.to(where.device, arg_dtype(a, w.case_dtype(), where.dtype));
+      if (w.backward() && a.grad && c10::isFloatingType(base.scalar_type())) base.requires_grad_(true);
+      leaves_.push_back(base);
+      views_.push_back(apply_layout(base, a));
+    }
+  }
+
+  Outputs run() override {
+    Tensors outs = forward();
+    Outputs result;
+    if (!w_.backward()) {
+      const OpDef& def = w_.def();
+      if (def.statistics && outs.size() == 2) {
+        Output o{"out", outs[0].detach()};
+        o.standard_error = outs[1].detach();
+        return {o};
+      }
+      for (size_t i = 0; i < outs.size(); ++i)
+        result.push_back({outs.size() == 1 ? "out" : "out" + std::to_string(i), outs[i].detach()});
+      for (const IndexOf& ix : def.indices) {
+        if (ix.output < 0 || static_cast<size_t>(ix.output) >= result.size() || !ix.source) continue;
+        at::NoGradGuard no_grad;
+        result[ix.output].indexes_into = ix.source(views_).detach();
+        result[ix.output].index_dim = ix.dim;
+        result[ix.output].index_flat = ix.flat;
+      }
+      return result;
+    }
+    backward(outs);
+    for (size_t i = 0; i < leaves_.size(); ++i) {
+      if (!leaves_[i].requires_grad()) continue;
+      at::Tensor g = leaves_[i].grad();
+      result.push_back({"grad/" + w_.def().args[i].name, g.defined() ? g.detach().clone() : at::Tensor()});
+    }
+    return result;
+  }
+
+  void iterate() override {
+    Tensors outs = forward();
+    if (w_.backward()) backward(outs);
+  }
+
+ private:
+  Tensors forward() {
+    c10::optional<at::AutoGradMode> no_grad;
+    if (!w_.backward()) no_grad.emplace(false);
+    return w_.def().fn(views_);
+  }
+
+  // Seeded grad_output for every floating output, drawn on CPU in float32 then placed.
+  void backward(const Tensors& outs) {
+    for (auto& leaf : leaves_)
+      if (leaf.requires_grad() && leaf.grad().defined()) leaf.mutable_grad() = at::Tensor();
+    at::Generator gen = at::detail::createCPUGenerator(seed_ + 1);
+    Tensors roots, grads;
+    for (const auto& o : outs) {
+      if (!o.requires_grad()) continue;
+      at::Tensor g = at::randn(o.sizes(), gen, at::kFloat).to(o.device(), o.scalar_type());
+      roots.push_back(o);
+      grads.push_back(g);
+    }
+    if (roots.empty()) throw std::logic_error("backward case whose outputs need no gradient");
+    at::Tensor total;
+    for (size_t i = 0; i < roots.size(); ++i) {
+      at::Tensor term = (roots[i] * grads[i]).sum();
+      total = total.defined() ? total + term : term;
+    }
+    total.backward();
+  }
+
+  const OpWorkload& w_;
+  std::uint64_t seed_;
+  Tensors leaves_, views_;
+};
+
+inline std::unique_ptr<Instance> OpWorkload::instantiate(const Setup& setup, const Placement& where) const {
+  return std::make_unique<OpInstance>(*this, setup, where);
+}
+
+inline void add_op(Catalog& catalog, const OpDef& def, const Coverage& coverage) {
+  for (c10::ScalarType dtype : coverage.dtypes) {
+    for (const Variant& v : coverage.variants_for(dtype)) {
+      OpDef d = def;
+      v.apply(d.args);
+      catalog.add(std::make_unique<OpWorkload>(d, v.name, dtype, false));
+      if (def.differentiable && c10::isFloatingType(dtype))
+        catalog.add(std::make_unique<OpWorkload>(d, v.name, dtype, true));
+    }
+  }
+}
+
+inline void add_op(Catalog& catalog, const OpDef& def, const DTypes& dtypes, const Variants& variants) {
+  add_op(catalog, def, Coverage(dtypes, variants));
+}
+
+}  // namespace mpscheck::op
