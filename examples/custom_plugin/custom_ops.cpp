@@ -5,12 +5,13 @@
 using namespace mpscheck::op;
 
 MPSCHECK_CATALOG(custom_cases) {
+  // The family's defaults once: its name (second part of the ids), tolerance, dtypes, layouts.
+  Family custom(catalog, "custom");
+  custom.tolerance("activation").dtypes(dtypes::f32).variants({Variant::contiguous(), Variant::transposed()});
   // x * sigmoid(1.702 x): the "quick GELU" some CLIP checkpoints use.
-  add_op(catalog,
-         OpDef{"custom", "quick_gelu", {Arg::randn("x", {8, 197, 64})},
-               [](const Tensors& a) { return Tensors{a[0] * at::sigmoid(1.702 * a[0])}; },
-               "x * torch.sigmoid(1.702 * x)", true, "activation"},
-         {c10::kFloat}, {Variant::contiguous(), Variant::transposed()});
+  custom.op("quick_gelu", {Arg::randn("x", {8, 197, 64})},
+            [](const at::Tensor& x) { return x * at::sigmoid(1.702 * x); }, "x * torch.sigmoid(1.702 * x)")
+      .add();
 }
 
 MPSCHECK_PLUGIN("custom-example", "1.0.0")
