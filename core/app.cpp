@@ -4,14 +4,15 @@
 #include "core/config.hpp"
 #include "core/environment.hpp"
 #include "core/execute.hpp"
+#include "core/case_catalog.hpp"
 #include "core/journal.hpp"
-#include "core/plugin_host.hpp"
 #include "core/probe.hpp"
-#include "core/registry.hpp"
+#include "core/run_loop.hpp"
+#include "core/run_plan.hpp"
 #include "core/version.hpp"
 #include "core/worker.hpp"
-#include "plugins/torchscript/torchscript_workload.hpp"
 #include "core/workflow.hpp"
+#include "plugins/torchscript/input_spec.hpp"
 #include "reports/bug_report.hpp"
 #include "reports/console.hpp"
 #include "reports/reporter.hpp"
@@ -28,7 +29,7 @@
 #include <csignal>
 #include <filesystem>
 #include <iostream>
-#include <set>
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fcntl.h>
@@ -87,6 +88,8 @@ std::string destination_of(const Config& cfg, const Reporter& r) {
 // Every destination of the run, checked before the first case.
 std::optional<std::string> unwritable_outputs(const Config& cfg) {
   if (auto bad = unwritable_folder("--report-dir", cfg.report_dir)) return bad;
+  if (!cfg.reference_cache.empty())
+    if (auto bad = unwritable_folder("--reference-cache", cfg.reference_cache)) return bad;
   for (const Reporter* r : reporters()) {
     const std::string dest = destination_of(cfg, *r);
     if (dest.empty() || r->destination() == Destination::Console) continue;
@@ -234,6 +237,269 @@ int print_reproducer(const Config& cfg, const Registry& registry) {
   return kExitOk;
 }
 
+// ---------------------------------------------------------------- the steps of a run
+
+// A step that cannot go on returns the exit code, having printed its one line.
+struct Exit {
+  int code;
+};
+
+// Load: the plugins and the user's model, as every worker will load them.
+std::unique_ptr<CaseCatalog> load_catalog(const Config& cfg) {
+  CatalogSource source;
+  source.default_plugins = cfg.default_plugins;
+  for (const auto& d : cfg.plugin_dirs) source.plugin_dirs.push_back(std::filesystem::absolute(d).string());
+  if (!cfg.model_path.empty()) source.model = std::filesystem::absolute(cfg.model_path).string();
+  source.inputs = cfg.model_inputs;
+  source.train = cfg.train;
+  source.validate_model = true;  // a bad file or bad inputs stop the run at once
+  try {
+    auto catalog = std::make_unique<CaseCatalog>(source);
+    for (const auto& w : catalog->host().warnings()) std::cerr << "mpscheck: skipped plugin " << w << '\n';
+    return catalog;
+  } catch (const UntrustedPlugin& e) {
+    std::cerr << "mpscheck: " << e.what() << '\n';
+  } catch (const PluginLoadError& e) {
+    std::cerr << "mpscheck: " << e.what() << "; check --plugin-dir\n";
+  } catch (const BadModelInput& e) {
+    std::cerr << "mpscheck: " << e.what() << '\n';
+  } catch (const DuplicateCaseId& e) {
+    std::cerr << "mpscheck: " << e.what() << '\n';
+  }
+  throw Exit{kExitUsage};
+}
+
+// Select: kinds and filters, then the shard.
+std::vector<RegisteredWorkload> select_cases(const Config& cfg, const Registry& registry) {
+  auto selected = registry.select(cfg.selection);
+  if (!cfg.shard.empty()) selected = take_shard(selected, parse_shard(cfg.shard));
+  return selected;
+}
+
+// Everything a run reads besides plugins, checked before anything runs: a broken file must not
+// cost a long run, and neither must an unwritable report at its very end.
+struct RunInputs {
+  std::vector<Expectation> expectations;
+  std::optional<RunReport> baseline;
+};
+RunInputs read_run_inputs(const Config& cfg) {
+  RunInputs in;
+  try {
+    if (!cfg.expect_path.empty()) in.expectations = load_expectations(cfg.expect_path);
+    if (!cfg.baseline_path.empty()) in.baseline = read_json_report(cfg.baseline_path);
+  } catch (const ExpectationError& e) {
+    std::cerr << "mpscheck: " << e.what() << '\n';
+    throw Exit{kExitUsage};
+  } catch (const ReportError& e) {
+    std::cerr << "mpscheck: --baseline: " << e.what() << '\n';
+    throw Exit{kExitUsage};
+  }
+  if (auto bad = unwritable_outputs(cfg)) {
+    std::cerr << "mpscheck: " << *bad << '\n';
+    throw Exit{kExitUsage};
+  }
+  return in;
+}
+
+// The journal, and with --resume what it already holds (same target, seed and quick, or refused).
+struct OpenedJournal {
+  std::unique_ptr<Journal> journal;
+  std::map<std::string, CaseResult> done;
+  int damaged_lines = 0;
+};
+OpenedJournal open_journal(const Config& cfg, const TargetSpec& target) {
+  const nlohmann::json header{{"mpscheck_journal", 1}, {"target", target.str()}, {"seed", cfg.seed},
+                              {"quick", cfg.quick}};
+  OpenedJournal j;
+  try {
+    if (cfg.resume) {
+      auto previous = read_journal(cfg.journal_path());
+      for (const char* key : {"target", "seed", "quick"}) {
+        if (previous.header.value(key, nlohmann::json()) != header[key])
+          throw JournalError(fmt::format("the journal {} was written with {} {}, this run has {}; resume with the same "
+                                         "options or start afresh without --resume",
+                                         cfg.journal_path(), key, previous.header[key].dump(), header[key].dump()));
+      }
+      for (auto& r : previous.results) j.done[r.id] = std::move(r);
+      j.damaged_lines = previous.damaged_lines;
+    }
+    j.journal = std::make_unique<Journal>(cfg.journal_path(), header, cfg.resume);
+  } catch (const JournalError& e) {
+    std::cerr << "mpscheck: " << e.what() << '\n';
+    throw Exit{kExitUsage};
+  }
+  return j;
+}
+
+// Plan: which cases are timed, and how many workers give the rest their verdicts.
+std::vector<PlannedCase> plan_cases(const Config& cfg, const std::vector<RegisteredWorkload>& selected) {
+  std::vector<std::string> ids;
+  std::vector<bool> is_model;
+  for (const auto& w : selected) {
+    ids.push_back(w.workload->id());
+    is_model.push_back(w.workload->kind() == Kind::Model);
+  }
+  const std::vector<bool> timed = plan_timing(ids, is_model, cfg.quick, cfg.min_time());
+  std::vector<PlannedCase> plan;
+  for (size_t i = 0; i < selected.size(); ++i) plan.push_back({selected[i], timed[i]});
+  return plan;
+}
+
+RunLoopOptions run_loop_options(const Config& cfg, const TargetSpec& target) {
+  RunLoopOptions o;
+  o.worker.target = target.str();
+  o.worker.seed = cfg.seed;
+  o.worker.quick = cfg.quick;
+  o.worker.min_time = cfg.min_time();
+  o.worker.threads = cfg.threads;
+  o.worker.default_plugins = cfg.default_plugins;
+  for (const auto& d : cfg.plugin_dirs) o.worker.plugin_dirs.push_back(std::filesystem::absolute(d).string());
+  if (!cfg.model_path.empty()) o.worker.model = std::filesystem::absolute(cfg.model_path).string();
+  o.worker.inputs = cfg.model_inputs;
+  o.worker.train = cfg.train;
+  if (!cfg.reference_cache.empty())
+    o.worker.reference_cache = std::filesystem::absolute(cfg.reference_cache).string();
+  o.worker.reuse_reference_times = cfg.reuse_reference_times;
+  o.jobs = cfg.jobs > 0 ? cfg.jobs : default_jobs(target);
+  o.verdict_threads = verdict_threads_for(o.jobs, cfg.threads);
+  // A fresh worker after a target error on accelerators (see RunnerOptions); the variable lets the
+  // tests apply the rule to cpu.
+  const char* as_accelerator = std::getenv("MPSCHECK_TEST_FRESH_WORKER_AFTER_ERROR");
+  o.runner.fresh_worker_after_error = target.device != "cpu" || (as_accelerator && *as_accelerator == '1');
+  o.report_dir = cfg.report_dir;
+  o.journal_path = cfg.journal_path();
+  o.target = target;
+  o.timeout_op_s = cfg.timeout_for_op();
+  o.timeout_model_s = cfg.timeout_for_model();
+  return o;
+}
+
+void install_signal_handlers() {
+  struct sigaction sa{};
+  sa.sa_handler = on_interrupt;
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+  std::signal(SIGPIPE, SIG_IGN);
+  std::signal(SIGXFSZ, SIG_IGN);  // a file-size limit makes the journal's write fail with EFBIG, reported as such
+}
+
+// The run's header line and notes, on stderr.
+void print_header(const Config& cfg, const ResolvedTarget& target, const RunReport& report,
+                  const std::vector<PlannedCase>& plan, const RunLoopOptions& loop, const OpenedJournal& journal) {
+  const auto timed = std::count_if(plan.begin(), plan.end(), [](const PlannedCase& p) { return p.timed; });
+  std::cerr << fmt::format("mpscheck {} | LibTorch {} | target {} | {} cases, {} timed | {} | seed {} | {} threads | {} "
+                           "job{}\n",
+                           kVersion, report.environment["torch_version"].get<std::string>(), target.spec.str(),
+                           plan.size(), timed, cfg.shard.empty() ? "no shard" : "shard " + cfg.shard, cfg.seed,
+                           report.environment["threads"].get<int>(), loop.jobs, loop.jobs == 1 ? "" : "s");
+  if (!cfg.shard_note.empty()) std::cerr << "mpscheck: shard: " << cfg.shard_note << '\n';
+  if (!target.note.empty()) std::cerr << "mpscheck: " << target.note << '\n';
+  for (const auto& w : report.environment["warnings"]) std::cerr << "mpscheck: warning: " << w.get<std::string>() << '\n';
+  if (cfg.resume)
+    std::cerr << "mpscheck: resuming: " << journal.done.size() << " cases already in the journal"
+              << (journal.damaged_lines ? fmt::format("; skipped {} damaged line{} (a case cut off mid-write runs again)",
+                                                      journal.damaged_lines, journal.damaged_lines == 1 ? "" : "s")
+                                        : std::string())
+              << '\n';
+}
+
+// Report: every format asked for, the comparison with --baseline, the known failures; the exit code.
+int report_run(const Config& cfg, RunReport& report, const RunInputs& inputs, const ResolvedTarget& target,
+               const Registry& registry) {
+  if (!inputs.expectations.empty())
+    apply_expectations(inputs.expectations, report.environment, target.spec.str(), report.cases);
+  const std::string path = cfg.report_path();
+  const ReproTarget rt = repro_target(target.spec, cfg.seed, cfg.quick);
+  const ReportContext ctx{report, path, &rt,
+                          [&](const std::string& id) -> const Workload* {
+                            const RegisteredWorkload* w = registry.find(id);
+                            return w ? w->workload : nullptr;
+                          },
+                          std::cout, use_color(STDOUT_FILENO)};
+  const Written written = write_reports(cfg, ctx, /*merging=*/false);
+  if (written == Written::RecordFailed) return kExitUsage;
+  bool regressed = false;
+  if (inputs.baseline) {
+    const Comparison c = compare_reports(*inputs.baseline, report);
+    std::cout << '\n' << format_comparison(c, cfg.baseline_path, path);
+    regressed = c.regressed();
+  }
+  for (const auto& c : report.cases)
+    if (c.expected || c.unexpected_pass)
+      std::cout << (c.unexpected_pass ? "unexpected pass: " : "known failure: ") << c.id << " — " << c.expectation << '\n';
+  if (written != Written::All) return kExitUsage;
+  if (g_interrupted) {
+    std::cerr << "mpscheck: interrupted; " << report.cases.size() << " finished cases are in " << path
+              << "; run again with --resume to finish\n";
+    return kExitInterrupted;
+  }
+  return has_unexpected(report.cases) || regressed ? kExitFindings : kExitOk;
+}
+
+int run_cases(int argc, char** argv, const Config& cfg) {
+  const std::unique_ptr<CaseCatalog> catalog = load_catalog(cfg);
+  const Registry& registry = catalog->registry();
+  if (cfg.command == Command::Repro) return print_reproducer(cfg, registry);
+  const std::vector<RegisteredWorkload> selected = select_cases(cfg, registry);
+  if (cfg.command == Command::List) {
+    for (const auto& w : selected) std::cout << w.workload->id() << "  [" << join(w.workload->tags(), ",") << "]\n";
+    std::cerr << selected.size() << " cases\n";
+    return kExitOk;
+  }
+  ResolvedTarget target;
+  try {
+    target = resolve_target(cfg.target);
+  } catch (const TargetUnavailable& e) {
+    std::cerr << "mpscheck: " << e.what() << '\n';
+    return kExitNoTarget;
+  }
+  if (selected.empty()) {
+    std::cerr << "mpscheck: no case matches the selection (" << registry.size()
+              << " cases loaded); check --filter, or see them all with 'mpscheck --list --all'\n";
+    return kExitUsage;
+  }
+  const RunInputs inputs = read_run_inputs(cfg);
+  OpenedJournal journal = open_journal(cfg, target.spec);
+  const std::vector<PlannedCase> plan = plan_cases(cfg, selected);
+  const RunLoopOptions loop = run_loop_options(cfg, target.spec);
+
+  if (cfg.threads > 0) at::set_num_threads(cfg.threads);
+  RunReport report;
+  report.environment = collect_environment({target.spec.str(), cfg.seed});
+  report.run = {{"target", target.spec.str()},   {"seed", cfg.seed},
+                {"quick", cfg.quick},             {"min_time_s", cfg.min_time()},
+                {"selected", selected.size()},    {"filters", cfg.selection.filters},
+                {"shard", cfg.shard.empty() ? "all" : cfg.shard},
+                {"jobs", loop.jobs},
+                {"reference_cache", cfg.reference_cache},
+                {"timed", std::count_if(plan.begin(), plan.end(), [](const PlannedCase& p) { return p.timed; })},
+                {"command", join(std::vector<std::string>(argv, argv + argc), " ")}};
+  print_header(cfg, target, report, plan, loop, journal);
+  install_signal_handlers();
+
+  Runner timed_runner(loop.worker, cfg.report_dir + "/worker.log", loop.runner);
+  try {
+    if (const auto unusable = probe_target(timed_runner, target.spec, cfg.timeout_for_op())) {
+      std::cerr << "mpscheck: " << unusable->line << '\n';
+      return kExitNoTarget;
+    }
+  } catch (const WorkerStartError& e) {
+    std::cerr << "mpscheck: " << e.what() << " (stopped before the device probe; nothing ran)\n";
+    return kExitCannotRun;
+  }
+  ConsoleReporter console(std::cout, isatty(STDOUT_FILENO), use_color(STDOUT_FILENO));
+  const auto run_start = std::chrono::steady_clock::now();
+  RunOutcome outcome = execute_plan(plan, journal.done, loop, timed_runner, *journal.journal, console);
+  if (outcome.stopped) {
+    std::cerr << "mpscheck: " << *outcome.stopped << '\n';
+    return kExitCannotRun;
+  }
+  report.cases = std::move(outcome.cases);
+  report.run["wall_s"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - run_start).count();
+  report.run["complete"] = !outcome.interrupted;
+  return report_run(cfg, report, inputs, target, registry);
+}
+
 }  // namespace
 
 int run_mpscheck(int argc, char** argv) {
@@ -254,244 +520,11 @@ int run_mpscheck(int argc, char** argv) {
     case Command::Merge: return merge_command(cfg);
     default: break;
   }
-
-  // Plugins.
-  PluginHost host;
-  std::vector<std::string> dirs;
-  if (cfg.default_plugins) {
-    const auto d = PluginHost::default_plugin_dir();
-    if (!d.empty()) dirs.push_back(d.string());
-  }
-  for (const auto& d : cfg.plugin_dirs) dirs.push_back(std::filesystem::absolute(d).string());
-  for (const auto& d : dirs) {
-    try {
-      host.load_directory(d);
-    } catch (const UntrustedPlugin& e) {
-      std::cerr << "mpscheck: " << e.what() << '\n';
-      return kExitUsage;
-    } catch (const PluginLoadError& e) {
-      std::cerr << "mpscheck: " << e.what() << "; check --plugin-dir\n";
-      return kExitUsage;
-    }
-  }
-  for (const auto& w : host.warnings()) std::cerr << "mpscheck: skipped plugin " << w << '\n';
-  // The user's own TorchScript model: checked here, so a bad file or bad inputs stop the run at once.
-  std::vector<std::unique_ptr<Workload>> builtin;
-  if (!cfg.model_path.empty()) {
-    try {
-      const TorchScriptOptions ts =
-          torchscript_options(std::filesystem::absolute(cfg.model_path).string(), cfg.model_inputs);
-      validate_torchscript(ts);
-      builtin = make_torchscript_workloads(ts, cfg.train);
-    } catch (const BadModelInput& e) {
-      std::cerr << "mpscheck: " << e.what() << '\n';
-      return kExitUsage;
-    }
-  }
-  std::vector<RegisteredWorkload> all = host.workloads();
-  for (const auto& w : builtin) all.push_back({w.get(), &PluginHost::builtin_info()});
-  std::unique_ptr<Registry> registry;
   try {
-    registry = std::make_unique<Registry>(all);
-  } catch (const DuplicateCaseId& e) {
-    std::cerr << "mpscheck: " << e.what() << '\n';
-    return kExitUsage;
+    return run_cases(argc, argv, cfg);
+  } catch (const Exit& e) {
+    return e.code;
   }
-  if (cfg.command == Command::Repro) return print_reproducer(cfg, *registry);
-  auto selected = registry->select(cfg.selection);
-  if (!cfg.shard.empty()) selected = take_shard(selected, parse_shard(cfg.shard));
-
-  if (cfg.command == Command::List) {
-    for (const auto& w : selected)
-      std::cout << w.workload->id() << "  [" << join(w.workload->tags(), ",") << "]\n";
-    std::cerr << selected.size() << " cases\n";
-    return kExitOk;
-  }
-
-  ResolvedTarget target;
-  try {
-    target = resolve_target(cfg.target);
-  } catch (const TargetUnavailable& e) {
-    std::cerr << "mpscheck: " << e.what() << '\n';
-    return kExitNoTarget;
-  }
-  if (selected.empty()) {
-    std::cerr << "mpscheck: no case matches the selection (" << registry->size()
-              << " cases loaded); check --filter, or see them all with 'mpscheck --list --all'\n";
-    return kExitUsage;
-  }
-
-  // Input files are checked before anything runs: a broken one must not cost a long run.
-  std::vector<Expectation> expectations;
-  std::optional<RunReport> baseline;
-  try {
-    if (!cfg.expect_path.empty()) expectations = load_expectations(cfg.expect_path);
-    if (!cfg.baseline_path.empty()) baseline = read_json_report(cfg.baseline_path);
-  } catch (const ExpectationError& e) {
-    std::cerr << "mpscheck: " << e.what() << '\n';
-    return kExitUsage;
-  } catch (const ReportError& e) {
-    std::cerr << "mpscheck: --baseline: " << e.what() << '\n';
-    return kExitUsage;
-  }
-
-  // Every output destination, before a long run could fail at its very end.
-  if (auto bad = unwritable_outputs(cfg)) {
-    std::cerr << "mpscheck: " << *bad << '\n';
-    return kExitUsage;
-  }
-  std::error_code ec;
-  int damaged_lines = 0;
-  const nlohmann::json header{{"mpscheck_journal", 1}, {"target", target.spec.str()}, {"seed", cfg.seed},
-                              {"quick", cfg.quick}};
-  std::map<std::string, CaseResult> done;
-  if (cfg.resume) {
-    try {
-      auto previous = read_journal(cfg.journal_path());
-      for (const char* key : {"target", "seed", "quick"}) {
-        if (previous.header.value(key, nlohmann::json()) != header[key])
-          throw JournalError(fmt::format("the journal {} was written with {} {}, this run has {}; resume with the same "
-                                         "options or start afresh without --resume",
-                                         cfg.journal_path(), key, previous.header[key].dump(), header[key].dump()));
-      }
-      for (auto& r : previous.results) done[r.id] = std::move(r);
-      damaged_lines = previous.damaged_lines;
-    } catch (const JournalError& e) {
-      std::cerr << "mpscheck: " << e.what() << '\n';
-      return kExitUsage;
-    }
-  }
-  std::unique_ptr<Journal> journal;
-  try {
-    journal = std::make_unique<Journal>(cfg.journal_path(), header, cfg.resume);
-  } catch (const JournalError& e) {
-    std::cerr << "mpscheck: " << e.what() << '\n';
-    return kExitUsage;
-  }
-
-  if (cfg.threads > 0) at::set_num_threads(cfg.threads);
-  RunReport report;
-  report.environment = collect_environment({target.spec.str(), cfg.seed});
-  report.run = {{"target", target.spec.str()},   {"seed", cfg.seed},
-                {"quick", cfg.quick},             {"min_time_s", cfg.min_time()},
-                {"selected", selected.size()},    {"filters", cfg.selection.filters},
-                {"shard", cfg.shard.empty() ? "all" : cfg.shard},
-                {"command", [&] {
-                   std::vector<std::string> a(argv, argv + argc);
-                   return join(a, " ");
-                 }()}};
-
-  std::cerr << fmt::format("mpscheck {} | LibTorch {} | target {} | {} cases | {} | seed {} | {} threads\n", kVersion,
-                           report.environment["torch_version"].get<std::string>(), target.spec.str(), selected.size(),
-                           cfg.shard.empty() ? "no shard" : "shard " + cfg.shard, cfg.seed,
-                           report.environment["threads"].get<int>());
-  if (!cfg.shard_note.empty()) std::cerr << "mpscheck: shard: " << cfg.shard_note << '\n';
-  if (!target.note.empty()) std::cerr << "mpscheck: " << target.note << '\n';
-  for (const auto& w : report.environment["warnings"]) std::cerr << "mpscheck: warning: " << w.get<std::string>() << '\n';
-  if (cfg.resume)
-    std::cerr << "mpscheck: resuming: " << done.size() << " cases already in the journal"
-              << (damaged_lines ? fmt::format("; skipped {} damaged line{} (a case cut off mid-write runs again)",
-                                              damaged_lines, damaged_lines == 1 ? "" : "s")
-                                : std::string())
-              << '\n';
-
-  struct sigaction sa{};
-  sa.sa_handler = on_interrupt;
-  sigaction(SIGINT, &sa, nullptr);
-  sigaction(SIGTERM, &sa, nullptr);
-  std::signal(SIGPIPE, SIG_IGN);
-  std::signal(SIGXFSZ, SIG_IGN);  // a file-size limit makes the journal's write fail with EFBIG, reported below
-
-  std::vector<std::string> extra_dirs;
-  for (const auto& d : cfg.plugin_dirs) extra_dirs.push_back(std::filesystem::absolute(d).string());
-  const nlohmann::json worker_config{{"target", target.spec.str()}, {"seed", cfg.seed},
-                                     {"quick", cfg.quick},           {"min_time", cfg.min_time()},
-                                     {"threads", cfg.threads},       {"plugin_dirs", extra_dirs},
-                                     {"default_plugins", cfg.default_plugins},
-                                     {"model", cfg.model_path.empty() ? "" : std::filesystem::absolute(cfg.model_path).string()},
-                                     {"inputs", cfg.model_inputs},
-                                     {"train", cfg.train}};
-  RunnerOptions runner_options;
-  // A fresh worker after a target error on accelerators (see RunnerOptions); the variable lets the
-  // tests apply the rule to cpu.
-  const char* as_accelerator = std::getenv("MPSCHECK_TEST_FRESH_WORKER_AFTER_ERROR");
-  runner_options.fresh_worker_after_error = target.spec.device != "cpu" || (as_accelerator && *as_accelerator == '1');
-  Runner runner(worker_config, cfg.report_dir + "/worker.log", runner_options);
-  try {
-    if (const auto unusable = probe_target(runner, target.spec, cfg.timeout_for_op())) {
-      std::cerr << "mpscheck: " << unusable->line << '\n';
-      return kExitNoTarget;
-    }
-  } catch (const WorkerStartError& e) {
-    std::cerr << "mpscheck: " << e.what() << " (stopped before the device probe; nothing ran)\n";
-    return kExitCannotRun;
-  }
-  ConsoleReporter console(std::cout, isatty(STDOUT_FILENO), use_color(STDOUT_FILENO));
-
-  const auto run_start = std::chrono::steady_clock::now();
-  for (size_t i = 0; i < selected.size(); ++i) {
-    const Workload& w = *selected[i].workload;
-    const std::string id = w.id();
-    if (auto it = done.find(id); it != done.end()) {
-      report.cases.push_back(it->second);
-      continue;
-    }
-    if (g_interrupted) break;
-    console.case_started(i, selected.size(), id);
-    const auto t0 = std::chrono::steady_clock::now();
-    const double timeout = w.kind() == Kind::Model ? cfg.timeout_for_model() : cfg.timeout_for_op();
-    CaseResult r;
-    try {
-      r = runner.run(id, timeout);
-    } catch (const WorkerStartError& e) {
-      std::cerr << "mpscheck: " << e.what() << " (stopped before case " << id << "; the " << journal->appended()
-                << " cases finished in this run are in " << cfg.journal_path()
-                << "; fix the cause, then run the same command with --resume)\n";
-      return kExitCannotRun;
-    }
-    if (g_interrupted) break;  // an interrupted case is not recorded: --resume runs it again
-    r.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    identify(r, selected[i], target.spec);
-    recommend(r);
-    try {
-      journal->append(r);
-    } catch (const JournalError& e) {
-      std::cerr << "mpscheck: " << e.what() << "; stopped: the " << journal->appended()
-                << " cases finished before it are kept there; free space, then run the same command with --resume\n";
-      return kExitCannotRun;
-    }
-    console.case_finished(i, selected.size(), r);
-    report.cases.push_back(std::move(r));
-  }
-  report.run["wall_s"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - run_start).count();
-  report.run["complete"] = !g_interrupted;
-
-  if (!expectations.empty()) apply_expectations(expectations, report.environment, target.spec.str(), report.cases);
-  const std::string path = cfg.report_path();
-  const ReproTarget rt = repro_target(target.spec, cfg.seed, cfg.quick);
-  const ReportContext ctx{report, path, &rt,
-                          [&](const std::string& id) -> const Workload* {
-                            const RegisteredWorkload* w = registry->find(id);
-                            return w ? w->workload : nullptr;
-                          },
-                          std::cout, use_color(STDOUT_FILENO)};
-  const Written written = write_reports(cfg, ctx, /*merging=*/false);
-  if (written == Written::RecordFailed) return kExitUsage;
-  bool regressed = false;
-  if (baseline) {
-    const Comparison c = compare_reports(*baseline, report);
-    std::cout << '\n' << format_comparison(c, cfg.baseline_path, path);
-    regressed = c.regressed();
-  }
-  for (const auto& c : report.cases)
-    if (c.expected || c.unexpected_pass) std::cout << (c.unexpected_pass ? "unexpected pass: " : "known failure: ") << c.id << " — " << c.expectation << '\n';
-  if (written != Written::All) return kExitUsage;
-  if (g_interrupted) {
-    std::cerr << "mpscheck: interrupted; " << report.cases.size() << " finished cases are in " << path
-              << "; run again with --resume to finish\n";
-    return kExitInterrupted;
-  }
-  return has_unexpected(report.cases) || regressed ? kExitFindings : kExitOk;
 }
 
 }  // namespace mpscheck

@@ -36,11 +36,18 @@ po::options_description visible_options() {
       ("quick", "small shapes and few training steps, for CI and tests")
       ("seed", po::value<std::uint64_t>()->default_value(0), "seed for inputs and initial weights")
       ("threads", po::value<int>()->default_value(0), "CPU intra-op threads (0: LibTorch's default)")
+      ("jobs,j", po::value<int>()->default_value(0),
+       "workers for the cases that are not timed (0: the number of cores on cpu targets, 1 on accelerators); "
+       "timed cases always run alone")
       ("timeout", po::value<double>(), "seconds before a case is killed (default 300 ops / 1800 models; 60 / 300 with --quick)")
       ("min-time", po::value<double>(), "timing budget per side per case in seconds (default 0.2; 0.02 with --quick; 0 skips timing)")
       ("plugin-dir", po::value<std::vector<std::string>>()->composing(), "also load the plugins in DIR (repeatable)")
       ("no-default-plugins", "do not load the plugins shipped next to the binary")
-      ("resume", "continue the run recorded in the report folder's journal, skipping finished cases");
+      ("resume", "continue the run recorded in the report folder's journal, skipping finished cases")
+      ("reference-cache", po::value<std::string>(),
+       "keep the CPU reference results (outputs, determinism, float64, times) in DIR and reuse them in later runs "
+       "with the same LibTorch, CPU, threads, seed, --quick and plugin version")
+      ("reuse-reference-times", "with --reference-cache: time only the target, against the cached reference time");
   po::options_description out("Reports");
   out.add_options()
       ("report-dir", po::value<std::string>()->default_value("mpscheck-report"),
@@ -149,6 +156,9 @@ Config parse_command_line(int argc, const char* const* argv, std::string* out_te
   c.seed = vm["seed"].as<std::uint64_t>();
   c.threads = vm["threads"].as<int>();
   if (c.threads < 0) throw UsageError("--threads must be 0 (LibTorch's default) or a positive count");
+  c.jobs = vm["jobs"].as<int>();
+  if (c.jobs < 0 || c.jobs > 256)
+    throw UsageError("--jobs must be 0 (automatic) or a count of workers from 1 to 256");
   if (vm.count("timeout")) {
     c.timeout_s = vm["timeout"].as<double>();
     if (!(c.timeout_s > 0)) throw UsageError("--timeout must be a positive number of seconds");
@@ -167,6 +177,10 @@ Config parse_command_line(int argc, const char* const* argv, std::string* out_te
     if (vm.count(key)) out = vm[key].as<std::string>();
   };
   text("expect", c.expect_path);
+  text("reference-cache", c.reference_cache);
+  c.reuse_reference_times = vm.count("reuse-reference-times") > 0;
+  if (c.reuse_reference_times && c.reference_cache.empty())
+    throw UsageError("--reuse-reference-times goes with --reference-cache DIR");
   text("baseline", c.baseline_path);
   text("shard", c.shard);
   text("output", c.output_path);

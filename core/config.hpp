@@ -22,12 +22,15 @@ struct Config {
   bool quick = false;
   std::uint64_t seed = 0;
   int threads = 0;             // 0: LibTorch's default
+  int jobs = 0;                // verdict-only workers at once; 0: auto (cores on cpu targets, 1 on accelerators)
   double timeout_s = 0;        // 0: per kind (see default_timeout)
   double min_time_s = -1;      // timing budget per side; <0: 0.2 s, or 0.02 s with --quick (5,722 op cases in minutes)
   std::string report_dir = "mpscheck-report";
   std::vector<std::string> plugin_dirs;
   bool default_plugins = true; // load the plugins shipped next to the binary
   bool resume = false;
+  std::string reference_cache;         // --reference-cache DIR: CPU reference results kept between runs
+  bool reuse_reference_times = false;  // with it: time only the target, against the cached reference time
   std::vector<std::string> arguments;  // after a subcommand: `repro CASE_ID`
   std::string model_path;              // --model FILE.pt
   std::vector<std::string> model_inputs;  // --input SPEC, in the model's argument order

@@ -86,6 +86,8 @@ std::string cpu_model() {
 
 }  // namespace
 
+std::string cpu_model_name() { return cpu_model(); }
+
 std::vector<std::string> loaded_blas_libraries() {
   std::set<std::string> libs;
 #ifdef __APPLE__

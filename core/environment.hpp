@@ -16,6 +16,9 @@ struct EnvironmentInput {
 
 nlohmann::json collect_environment(const EnvironmentInput& in);
 
+// The CPU's model name ("Intel(R) Xeon(R) ...", "Apple M2"), or "unknown".
+std::string cpu_model_name();
+
 // Warnings about the baseline: reference BLAS, fewer threads than cores, MPS CPU fallback.
 // Reads the environment block, so tests can hand it simulated values.
 std::vector<std::string> environment_warnings(const nlohmann::json& env);

@@ -7,10 +7,14 @@
 
 namespace mpscheck {
 
+class ReferenceCache;
+
 struct ExecuteOptions {
   TargetSpec target;      // resolved: no "auto"
   Setup setup;
   double min_time_s = 0.2;  // timing budget per side; 0 skips timing
+  const ReferenceCache* cache = nullptr;  // --reference-cache
+  bool reuse_reference_times = false;     // time the target alone against the cached reference time
 };
 
 // Never throws: whatever goes wrong after the target ran (comparison, gold, localisation) is the

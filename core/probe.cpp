@@ -101,10 +101,13 @@ std::string probed_accelerator_status(const Config& cfg) {
     if (fd >= 0) ::close(fd);
     std::vector<std::string> plugin_dirs;
     for (const auto& d : cfg.plugin_dirs) plugin_dirs.push_back(std::filesystem::absolute(d).string());
-    const nlohmann::json worker_config{{"target", device},         {"seed", cfg.seed},
-                                       {"quick", true},            {"min_time", 0.0},
-                                       {"threads", cfg.threads},   {"plugin_dirs", plugin_dirs},
-                                       {"default_plugins", cfg.default_plugins}};
+    WorkerConfig worker_config;
+    worker_config.target = device;
+    worker_config.seed = cfg.seed;
+    worker_config.quick = true;
+    worker_config.threads = cfg.threads;
+    worker_config.plugin_dirs = plugin_dirs;
+    worker_config.default_plugins = cfg.default_plugins;
     std::optional<ProbeFailure> failed;
     {
       Runner runner(worker_config, log);

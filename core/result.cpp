@@ -107,6 +107,10 @@ void to_json(nlohmann::json& j, const CaseResult& r) {
        {"speedup", r.speedup}, {"speed_class", r.speed_class},            {"wall_s", r.wall_s},
        {"worker_s", r.worker_s}, {"compare_s", r.compare_s},              {"attribution", r.attribution},
        {"nondeterministic", r.nondeterministic}, {"recommendation", r.recommendation}, {"reason", text(r.reason)}};
+  j["timed"] = r.timed;
+  if (!r.speed_note.empty()) j["speed_note"] = text(r.speed_note);
+  if (r.reference_cached) j["reference_cached"] = true;
+  if (r.reference_time_reused) j["reference_time_reused"] = true;
   if (!r.warnings.empty()) j["warnings"] = texts(r.warnings);
   j["reference_time"] = r.reference_time ? nlohmann::json(*r.reference_time) : nlohmann::json();
   j["target_time"] = r.target_time ? nlohmann::json(*r.target_time) : nlohmann::json();
@@ -140,6 +144,11 @@ void from_json(const nlohmann::json& j, CaseResult& r) {
     r.target_time = j.at("target_time").get<TimingStats>();
   r.speedup = j.contains("speedup") && !j.at("speedup").is_null() ? j.at("speedup").get<double>() : 0.0;
   r.speed_class = j.value("speed_class", "");
+  // Reports written before the plan existed timed every case they have times for.
+  r.timed = j.value("timed", r.reference_time.has_value());
+  r.speed_note = j.value("speed_note", "");
+  r.reference_cached = j.value("reference_cached", false);
+  r.reference_time_reused = j.value("reference_time_reused", false);
   r.wall_s = j.value("wall_s", 0.0);
   r.signal = j.value("signal", "");
   r.worker_s = j.value("worker_s", 0.0);

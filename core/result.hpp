@@ -60,6 +60,15 @@ struct CaseResult {
   std::optional<TimingStats> reference_time, target_time;
   double speedup = 0;          // reference median / target median; 0 when not timed
   std::string speed_class;     // "faster" | "similar" | "slower" | "" (not timed)
+  // Whether the run's plan timed this case (under --quick only some are: core/run_plan.hpp). A
+  // timed case that is not a pass has no times: the speed of a wrong answer means nothing.
+  bool timed = false;
+  // A faster/slower claim is re-timed with fresh instances on both sides and stands only if the
+  // second round agrees; this says what the rounds found when they did not.
+  std::string speed_note;
+  // --reference-cache: the CPU reference came from the cache; its time too (--reuse-reference-times).
+  bool reference_cached = false;
+  bool reference_time_reused = false;
   double wall_s = 0;           // whole case as the host saw it, overhead included
   double worker_s = 0;         // time inside the worker for this case
   double compare_s = 0;        // of which comparing outputs

@@ -1,12 +1,11 @@
 #include "core/worker.hpp"
 
+#include "core/case_catalog.hpp"
 #include "core/execute.hpp"
-#include "core/plugin_host.hpp"
 #include "core/probe.hpp"
-#include "core/registry.hpp"
+#include "core/reference_cache.hpp"
 #include "core/target.hpp"
 #include "core/worker_protocol.hpp"
-#include "plugins/torchscript/torchscript_workload.hpp"
 
 #include <ATen/Parallel.h>
 #include <boost/dll/runtime_symbol_info.hpp>
@@ -89,30 +88,25 @@ const char* signal_name(int sig) {
 namespace {
 // Everything the worker needs before its first case; throws for a bad config or a plugin it cannot load.
 struct WorkerSetup {
+  WorkerConfig config;
   ExecuteOptions options;
-  PluginHost host;
-  std::vector<std::unique_ptr<Workload>> builtin;
-  std::unique_ptr<Registry> registry;
+  std::unique_ptr<CaseCatalog> catalog;
+  std::unique_ptr<ReferenceCache> cache;
 };
 
 void set_up_worker(const std::string& config_line, WorkerSetup& w) {
-  const auto cfg = nlohmann::json::parse(config_line);
-  w.options.target = parse_target(cfg.at("target").get<std::string>());
-  w.options.setup.seed = cfg.at("seed").get<std::uint64_t>();
-  w.options.setup.quick = cfg.at("quick").get<bool>();
-  w.options.min_time_s = cfg.at("min_time").get<double>();
-  if (const int threads = cfg.value("threads", 0); threads > 0) at::set_num_threads(threads);
-  if (cfg.value("default_plugins", true)) {
-    const auto dir = PluginHost::default_plugin_dir();
-    if (!dir.empty()) w.host.load_directory(dir);
+  w.config = nlohmann::json::parse(config_line).get<WorkerConfig>();
+  w.options.target = parse_target(w.config.target);
+  w.options.setup.seed = w.config.seed;
+  w.options.setup.quick = w.config.quick;
+  if (w.config.threads > 0) at::set_num_threads(w.config.threads);
+  if (!w.config.reference_cache.empty()) {
+    w.cache = std::make_unique<ReferenceCache>(w.config.reference_cache);
+    w.options.cache = w.cache.get();
+    w.options.reuse_reference_times = w.config.reuse_reference_times;
   }
-  for (const auto& d : cfg.value("plugin_dirs", std::vector<std::string>{})) w.host.load_directory(d);
-  std::vector<RegisteredWorkload> all = w.host.workloads();
-  if (const std::string model = cfg.value("model", ""); !model.empty())
-    w.builtin = make_torchscript_workloads(
-        torchscript_options(model, cfg.value("inputs", std::vector<std::string>{})), cfg.value("train", false));
-  for (const auto& b : w.builtin) all.push_back({b.get(), &PluginHost::builtin_info()});
-  w.registry = std::make_unique<Registry>(all);
+  w.catalog = std::make_unique<CaseCatalog>(CatalogSource{w.config.default_plugins, w.config.plugin_dirs,
+                                                          w.config.model, w.config.inputs, w.config.train});
 }
 }  // namespace
 
@@ -136,17 +130,20 @@ int worker_main() {
     return 2;
   }
   // One line per worker in worker.log: how often the host had to start a fresh one.
-  std::cerr << "mpscheck worker " << getpid() << ": ready, " << w.registry->size() << " cases" << std::endl;
-  write_all(kResultFd, nlohmann::json{{"ready", true}, {"cases", w.registry->size()}}.dump() + "\n");
+  const Registry& registry = w.catalog->registry();
+  std::cerr << "mpscheck worker " << getpid() << ": ready, " << registry.size() << " cases" << std::endl;
+  write_all(kResultFd, nlohmann::json{{"ready", true}, {"cases", registry.size()}}.dump() + "\n");
 
   while (std::getline(std::cin, line)) {
-    const auto request = nlohmann::json::parse(line);
-    const std::string id = request.at("id").get<std::string>();
+    const auto request = nlohmann::json::parse(line).get<CaseRequest>();
+    const std::string& id = request.id;
     CaseResult result;
     if (id == kProbeCaseId) {
       result = run_probe(w.options.target);
-    } else if (const RegisteredWorkload* found = w.registry->find(id)) {
-      result = execute_case(*found, w.options);
+    } else if (const RegisteredWorkload* found = registry.find(id)) {
+      ExecuteOptions options = w.options;
+      options.min_time_s = request.time ? w.config.min_time : 0;
+      result = execute_case(*found, options);
     } else {
       result.id = id;
       result.status = Status::Error;
@@ -195,8 +192,8 @@ bool wait_for_exit(pid_t pid, double seconds, int* wait_status) {
   }
 }
 
-Runner::Runner(nlohmann::json worker_config, std::string log_path, RunnerOptions options)
-    : config_(std::move(worker_config)), log_path_(std::move(log_path)), options_(options) {}
+Runner::Runner(const WorkerConfig& worker_config, std::string log_path, RunnerOptions options)
+    : config_(worker_config), log_path_(std::move(log_path)), options_(options) {}
 
 Runner::~Runner() {
   stop();
@@ -286,7 +283,7 @@ void Runner::start() {
   const long offset = ::fstat(log_fd_, &sb) == 0 ? static_cast<long>(sb.st_size) : 0;
 
   std::string line, why;
-  if (!write_all(to_worker_, config_.dump() + "\n")) {
+  if (!write_all(to_worker_, nlohmann::json(config_).dump() + "\n")) {
     why = "it closed its input at start-up";
   } else {
     const ReadResult rr = read_line(options_.start_timeout_s, &line);
@@ -360,14 +357,14 @@ std::string Runner::log_tail_since(long offset) const {
   return text;
 }
 
-CaseResult Runner::run(const std::string& id, double timeout_s) {
+CaseResult Runner::run(const std::string& id, double timeout_s, bool time) {
   CaseResult r;
   r.id = id;
   if (pid_ < 0) start();
   struct stat sb{};
   const long offset = ::fstat(log_fd_, &sb) == 0 ? static_cast<long>(sb.st_size) : 0;
   std::string line;
-  ReadResult rr = write_all(to_worker_, nlohmann::json{{"id", id}}.dump() + "\n")
+  ReadResult rr = write_all(to_worker_, nlohmann::json(CaseRequest{id, time}).dump() + "\n")
                       ? read_line(timeout_s, &line) : ReadResult::Eof;
   if (rr == ReadResult::Line) {
     try {

@@ -5,6 +5,7 @@
 #pragma once
 
 #include "core/result.hpp"
+#include "core/worker_protocol.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -40,14 +41,14 @@ struct RunnerOptions {
 // Host side: one live worker at a time, restarted after a crash or a timeout.
 class Runner {
  public:
-  Runner(nlohmann::json worker_config, std::string log_path, RunnerOptions options = {});
+  Runner(const WorkerConfig& worker_config, std::string log_path, RunnerOptions options = {});
   ~Runner();
   Runner(const Runner&) = delete;
   Runner& operator=(const Runner&) = delete;
 
-  // Runs case `id` with a deadline; never throws for anything a case does. Throws
-  // WorkerStartError when no worker can be started, which no later case would change.
-  CaseResult run(const std::string& id, double timeout_s);
+  // Runs case `id` with a deadline (timed, or verdict only); never throws for anything a case
+  // does. Throws WorkerStartError when no worker can be started, which no later case would change.
+  CaseResult run(const std::string& id, double timeout_s, bool time = true);
   // Stops the worker (e.g. on Ctrl-C); the next run() starts a fresh one.
   void stop();
   // Workers started so far (1 for a run where nothing went wrong).
@@ -63,7 +64,7 @@ class Runner {
   // kill_wait_s. Returns false (and abandons the pid) when it could not be reaped in time.
   bool finish(double grace_s, int* wait_status);
 
-  nlohmann::json config_;
+  WorkerConfig config_;
   std::string log_path_;
   RunnerOptions options_;
   pid_t pid_ = -1;

@@ -23,6 +23,36 @@ nlohmann::json parse_object(const std::string& line) {
 }
 }  // namespace
 
+void to_json(nlohmann::json& j, const WorkerConfig& c) {
+  j = {{"target", c.target},   {"seed", c.seed},       {"quick", c.quick},
+       {"min_time", c.min_time}, {"threads", c.threads}, {"default_plugins", c.default_plugins},
+       {"plugin_dirs", c.plugin_dirs}, {"model", c.model}, {"inputs", c.inputs},
+       {"train", c.train}, {"reference_cache", c.reference_cache},
+       {"reuse_reference_times", c.reuse_reference_times}};
+}
+
+void from_json(const nlohmann::json& j, WorkerConfig& c) {
+  c.target = j.at("target").get<std::string>();
+  c.seed = j.at("seed").get<std::uint64_t>();
+  c.quick = j.at("quick").get<bool>();
+  c.min_time = j.at("min_time").get<double>();
+  c.threads = j.value("threads", 0);
+  c.default_plugins = j.value("default_plugins", true);
+  c.plugin_dirs = j.value("plugin_dirs", std::vector<std::string>{});
+  c.model = j.value("model", "");
+  c.inputs = j.value("inputs", std::vector<std::string>{});
+  c.train = j.value("train", false);
+  c.reference_cache = j.value("reference_cache", "");
+  c.reuse_reference_times = j.value("reuse_reference_times", false);
+}
+
+void to_json(nlohmann::json& j, const CaseRequest& r) { j = {{"id", r.id}, {"time", r.time}}; }
+
+void from_json(const nlohmann::json& j, CaseRequest& r) {
+  r.id = j.at("id").get<std::string>();
+  r.time = j.value("time", true);
+}
+
 WorkerReady parse_ready_message(const std::string& line) {
   const nlohmann::json j = parse_object(line);
   const auto ready = j.find("ready");

@@ -6,14 +6,42 @@
 #include "core/result.hpp"
 
 #include <cstddef>
+#include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 namespace mpscheck {
 
 struct ProtocolError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
+
+// The first line the host sends: everything a worker needs before its first case.
+struct WorkerConfig {
+  std::string target;  // resolved: no "auto"
+  std::uint64_t seed = 0;
+  bool quick = false;
+  double min_time = 0;  // timing budget per side for the cases the host asks to time
+  int threads = 0;      // 0: LibTorch's default
+  bool default_plugins = true;
+  std::vector<std::string> plugin_dirs;  // absolute
+  std::string model;                     // --model FILE.pt, absolute; empty: none
+  std::vector<std::string> inputs;       // its --input specs
+  bool train = false;
+  std::string reference_cache;  // --reference-cache DIR, absolute; empty: none
+  bool reuse_reference_times = false;
+};
+void to_json(nlohmann::json& j, const WorkerConfig& c);
+void from_json(const nlohmann::json& j, WorkerConfig& c);
+
+// One request line per case: which case, and whether to time it (the host's plan decides).
+struct CaseRequest {
+  std::string id;
+  bool time = true;
+};
+void to_json(nlohmann::json& j, const CaseRequest& r);
+void from_json(const nlohmann::json& j, CaseRequest& r);
 
 // The first line after the config: {"ready":true,"cases":N} or {"ready":false,"error":"..."}.
 struct WorkerReady {

@@ -92,7 +92,7 @@ TEST(Hardening, AFreshWorkerFollowsATargetErrorWhereTheRuleApplies) {
   // In id order: healthy, throw (error), unsupported. The variable applies the accelerator rule to cpu.
   const std::vector<std::string> args = {"--no-default-plugins", "--plugin-dir", test_plugins_dir(), "--filter",
                                          "^op/faults/(healthy|throw|unsupported)$", "--target", "cpu", "--quick",
-                                         "--min-time", "0"};
+                                         "--min-time", "0", "--jobs", "1"};  // one worker's log to count in
   const std::string plain = fresh_dir("hardening-fresh-plain");
   ASSERT_EQ(run_mpscheck(args, plain).exit_code, 1);
   EXPECT_EQ(count_of(read_text_file(plain + "/mpscheck-report/worker.log"), ": ready, "), 1);
@@ -109,13 +109,13 @@ TEST(Hardening, GtestShardVariablesNeedShardAutoAndEveryHeaderSaysWhichShard) {
   const std::vector<std::string> env = {"MPSCHECK_FIXTURE_TINY_CASES=6", "GTEST_SHARD_INDEX=1", "GTEST_TOTAL_SHARDS=3"};
   const auto all = run_mpscheck(hardening_args("^op/hardening/tiny/"), dir, env);
   ASSERT_EQ(all.exit_code, 0) << all.err;
-  EXPECT_NE(all.err.find("| 6 cases | no shard |"), std::string::npos) << all.err;
+  EXPECT_NE(all.err.find("| 6 cases, 0 timed | no shard |"), std::string::npos) << all.err;
   EXPECT_NE(all.err.find("set but ignored; pass --shard auto"), std::string::npos) << all.err;
   std::vector<std::string> args = hardening_args("^op/hardening/tiny/");
   args.insert(args.end(), {"--shard", "auto", "--json", "auto.json"});
   const auto slice = run_mpscheck(args, dir, env);
   ASSERT_EQ(slice.exit_code, 0) << slice.err;
-  EXPECT_NE(slice.err.find("| 2 cases | shard 2/3 |"), std::string::npos) << slice.err;
+  EXPECT_NE(slice.err.find("| 2 cases, 0 timed | shard 2/3 |"), std::string::npos) << slice.err;
   const auto cases = cases_by_id(read_json_file(dir + "/auto.json"));
   EXPECT_EQ(cases.size(), 2u);
   EXPECT_TRUE(cases.count("op/hardening/tiny/00001") && cases.count("op/hardening/tiny/00004"));
@@ -171,6 +171,12 @@ std::vector<BadInput> bad_inputs() {
       {"negative threads", {"--all", "--threads", "-1"}, 2, "--threads must be"},
       {"zero timeout", {"--all", "--timeout", "0"}, 2, "--timeout must be a positive"},
       {"negative min-time", {"--all", "--min-time", "-1"}, 2, "--min-time must be"},
+      {"negative jobs", {"--all", "--jobs", "-2"}, 2, "--jobs must be 0 (automatic)"},
+      {"jobs beyond any machine", {"--all", "--jobs", "100000"}, 2, "--jobs must be 0 (automatic)"},
+      {"reused reference times without a cache", {"--all", "--reuse-reference-times"}, 2,
+       "--reuse-reference-times goes with --reference-cache DIR"},
+      {"reference cache under a file", fixture_run({"--reference-cache", "a-file/cache"}), 2,
+       "--reference-cache a-file/cache: cannot create the folder", {}, {{"a-file", "x"}}},
       {"nothing selected", {"--quick"}, 2, "nothing selected"},
       {"bad filter regex", {"--filter", "("}, 2, "("},
       {"filter with a huge repeat count", {"--filter", "a{99999999999999999999}"}, 2, "is not a valid regular expression"},

@@ -1,0 +1,40 @@
+// Every case a run can see: the plugins' workloads and the user's own TorchScript model, loaded
+// the same way by the host (to select and plan) and by each worker (to run), so both agree on
+// which ids exist.
+#pragma once
+
+#include "core/plugin_host.hpp"
+#include "core/registry.hpp"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace mpscheck {
+
+struct CatalogSource {
+  bool default_plugins = true;           // the plugins shipped next to the binary
+  std::vector<std::string> plugin_dirs;  // absolute
+  std::string model;                     // --model FILE.pt, absolute; empty: none
+  std::vector<std::string> inputs;       // its --input specs
+  bool train = false;
+  bool validate_model = false;  // the host checks the model once, up front, with a clear message
+};
+
+// Owns the loaded plugins for the life of the process (they are never unloaded).
+class CaseCatalog {
+ public:
+  // Throws UntrustedPlugin, PluginLoadError (naming the folder), BadModelInput and
+  // DuplicateCaseId; each message is one line for the user.
+  explicit CaseCatalog(const CatalogSource& source);
+
+  const Registry& registry() const { return *registry_; }
+  const PluginHost& host() const { return host_; }
+
+ private:
+  PluginHost host_;
+  std::vector<std::unique_ptr<Workload>> builtin_;
+  std::unique_ptr<Registry> registry_;
+};
+
+}  // namespace mpscheck

@@ -1,0 +1,261 @@
+#include "core/reference_cache.hpp"
+
+#include "core/environment.hpp"
+
+#include <ATen/Context.h>
+#include <torch/version.h>
+#include <fmt/format.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+#include <unistd.h>
+
+namespace mpscheck {
+
+namespace {
+
+constexpr char kMagic[8] = {'M', 'P', 'S', 'C', 'R', 'E', 'F', '1'};
+// An entry larger than this is not kept (a full-size model's parameters): recomputing it is
+// cheaper than filling a disk.
+constexpr std::uint64_t kMaxEntryBytes = 256ull << 20;
+
+std::uint64_t fnv1a(const std::string& data) {
+  std::uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : data) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+struct Damaged : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+class Writer {
+ public:
+  template <class T>
+  void pod(const T& v) {
+    buf_.append(reinterpret_cast<const char*>(&v), sizeof v);
+  }
+  void text(const std::string& s) {
+    pod<std::uint32_t>(static_cast<std::uint32_t>(s.size()));
+    buf_ += s;
+  }
+  void tensor(const at::Tensor& t) {
+    pod<std::uint8_t>(t.defined());
+    if (!t.defined()) return;
+    const at::Tensor c = t.detach().to(c10::kCPU).contiguous();
+    pod<std::int8_t>(static_cast<std::int8_t>(c.scalar_type()));
+    pod<std::uint32_t>(static_cast<std::uint32_t>(c.dim()));
+    for (auto s : c.sizes()) pod<std::int64_t>(s);
+    const std::uint64_t nbytes = c.numel() * c.element_size();
+    pod<std::uint64_t>(nbytes);
+    buf_.append(static_cast<const char*>(c.data_ptr()), nbytes);
+  }
+  std::string& bytes() { return buf_; }
+
+ private:
+  std::string buf_;
+};
+
+class Reader {
+ public:
+  explicit Reader(const std::string& data) : data_(data) {}
+  template <class T>
+  T pod() {
+    need(sizeof(T));
+    T v;
+    std::memcpy(&v, data_.data() + pos_, sizeof v);
+    pos_ += sizeof v;
+    return v;
+  }
+  std::string text() {
+    const auto n = pod<std::uint32_t>();
+    need(n);
+    std::string s = data_.substr(pos_, n);
+    pos_ += n;
+    return s;
+  }
+  at::Tensor tensor() {
+    if (!pod<std::uint8_t>()) return {};
+    const auto type = static_cast<c10::ScalarType>(pod<std::int8_t>());
+    if (static_cast<int>(type) < 0 || static_cast<int>(type) >= static_cast<int>(c10::ScalarType::NumOptions))
+      throw Damaged("an unknown dtype");
+    const auto ndim = pod<std::uint32_t>();
+    if (ndim > 64) throw Damaged("an impossible rank");
+    std::vector<std::int64_t> sizes;
+    std::uint64_t numel = 1;
+    for (std::uint32_t i = 0; i < ndim; ++i) {
+      sizes.push_back(pod<std::int64_t>());
+      if (sizes.back() < 0 || (sizes.back() > 0 && numel > kMaxEntryBytes / static_cast<std::uint64_t>(sizes.back())))
+        throw Damaged("an impossible shape");
+      numel *= static_cast<std::uint64_t>(sizes.back());
+    }
+    const auto nbytes = pod<std::uint64_t>();
+    at::Tensor t = at::empty(sizes, at::TensorOptions().dtype(type));
+    if (nbytes != numel * t.element_size()) throw Damaged("a tensor whose size disagrees with its shape");
+    need(nbytes);
+    std::memcpy(t.data_ptr(), data_.data() + pos_, nbytes);
+    pos_ += nbytes;
+    return t;
+  }
+  bool done() const { return pos_ == data_.size(); }
+
+ private:
+  void need(std::uint64_t n) const {
+    if (n > data_.size() - pos_) throw Damaged("it ends early");
+  }
+  const std::string& data_;
+  size_t pos_ = 0;
+};
+
+std::string encode(const CachedReference& e) {
+  Writer w;
+  w.pod<std::uint32_t>(static_cast<std::uint32_t>(e.outputs.size()));
+  for (const auto& o : e.outputs) {
+    w.text(o.name);
+    w.tensor(o.value);
+    w.tensor(o.standard_error);
+  }
+  w.pod<std::uint8_t>(e.determinism_checked);
+  w.pod<std::uint32_t>(static_cast<std::uint32_t>(e.spreads.size()));
+  for (const auto& [name, spread] : e.spreads) {
+    w.text(name);
+    w.pod<double>(spread);
+  }
+  w.pod<std::uint32_t>(static_cast<std::uint32_t>(e.gold.size()));
+  for (const auto& [name, t] : e.gold) {
+    w.text(name);
+    w.tensor(t);
+  }
+  w.pod<std::uint8_t>(e.reference_time.has_value());
+  if (e.reference_time) {
+    w.pod<double>(e.reference_time->median_s);
+    w.pod<double>(e.reference_time->p25_s);
+    w.pod<double>(e.reference_time->p75_s);
+    w.pod<std::int32_t>(e.reference_time->runs);
+    w.pod<double>(e.reference_time_budget);
+  }
+  return std::move(w.bytes());
+}
+
+CachedReference decode(const std::string& payload) {
+  Reader r(payload);
+  CachedReference e;
+  const auto n = r.pod<std::uint32_t>();
+  for (std::uint32_t i = 0; i < n; ++i) {
+    Output o;
+    o.name = r.text();
+    o.value = r.tensor();
+    o.standard_error = r.tensor();
+    e.outputs.push_back(std::move(o));
+  }
+  e.determinism_checked = r.pod<std::uint8_t>() != 0;
+  const auto spreads = r.pod<std::uint32_t>();
+  for (std::uint32_t i = 0; i < spreads; ++i) {
+    std::string name = r.text();
+    e.spreads[name] = r.pod<double>();
+  }
+  const auto gold = r.pod<std::uint32_t>();
+  for (std::uint32_t i = 0; i < gold; ++i) {
+    std::string name = r.text();
+    e.gold[name] = r.tensor();
+  }
+  if (r.pod<std::uint8_t>()) {
+    TimingStats t;
+    t.median_s = r.pod<double>();
+    t.p25_s = r.pod<double>();
+    t.p75_s = r.pod<double>();
+    t.runs = r.pod<std::int32_t>();
+    e.reference_time = t;
+    e.reference_time_budget = r.pod<double>();
+  }
+  if (!r.done()) throw Damaged("it has bytes after its end");
+  return e;
+}
+
+}  // namespace
+
+std::string CacheKey::text() const {
+  return fmt::format("format 1\ntorch {}\ncpu {}\nthreads {}\nseed {}\nquick {}\nplugin {} {}\ncase {}\n", torch, cpu,
+                     threads, seed, quick ? 1 : 0, plugin, plugin_version, case_id);
+}
+
+std::string current_torch_identity() {
+  return fmt::format("{} build {:016x}", TORCH_VERSION, fnv1a(at::show_config()));
+}
+
+std::string ReferenceCache::path_for(const CacheKey& key) const {
+  return (std::filesystem::path(dir_) / fmt::format("{:016x}.ref", fnv1a(key.text()))).string();
+}
+
+std::optional<CachedReference> ReferenceCache::load(const CacheKey& key, std::string* why) const {
+  const std::string path = path_for(key);
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    if (why) *why = "no entry";
+    return std::nullopt;
+  }
+  std::ostringstream s;
+  s << in.rdbuf();
+  const std::string file = s.str();
+  try {
+    Reader r(file);
+    char magic[sizeof kMagic];
+    for (char& c : magic) c = r.pod<char>();
+    if (std::memcmp(magic, kMagic, sizeof kMagic) != 0) throw Damaged("it is not a reference cache entry");
+    if (r.text() != key.text()) throw Damaged("it was written for another key (LibTorch, CPU, seed, plugin or case)");
+    const auto length = r.pod<std::uint64_t>();
+    if (length > kMaxEntryBytes) throw Damaged("an impossible length");
+    std::string payload(static_cast<size_t>(length), '\0');
+    for (char& c : payload) c = r.pod<char>();
+    if (r.pod<std::uint64_t>() != fnv1a(payload)) throw Damaged("its checksum does not match");
+    if (!r.done()) throw Damaged("it has bytes after its end");
+    return decode(payload);
+  } catch (const Damaged& e) {
+    if (why) *why = fmt::format("{} not used: {}", path, e.what());
+  } catch (const std::exception& e) {
+    if (why) *why = fmt::format("{} not used: {}", path, e.what());
+  }
+  return std::nullopt;
+}
+
+bool ReferenceCache::store(const CacheKey& key, const CachedReference& entry) const {
+  const std::string payload = encode(entry);
+  if (payload.size() > kMaxEntryBytes) return false;
+  Writer w;
+  for (char c : kMagic) w.pod<char>(c);
+  w.text(key.text());
+  w.pod<std::uint64_t>(payload.size());
+  w.bytes() += payload;
+  w.pod<std::uint64_t>(fnv1a(payload));
+  std::error_code ec;
+  std::filesystem::create_directories(dir_, ec);
+  const std::string path = path_for(key);
+  const std::string tmp = fmt::format("{}.tmp.{}", path, static_cast<long>(::getpid()));
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return false;
+  const std::string& data = w.bytes();
+  size_t off = 0;
+  while (off < data.size()) {
+    const ssize_t n = ::write(fd, data.data() + off, data.size() - off);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    off += static_cast<size_t>(n);
+  }
+  const bool ok = off == data.size() && ::close(fd) == 0;
+  if (!ok || ::rename(tmp.c_str(), path.c_str()) != 0) {
+    if (off != data.size()) ::close(fd);
+    ::unlink(tmp.c_str());
+    return false;
+  }
+  return true;
+}
+
+}  // namespace mpscheck

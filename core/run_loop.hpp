@@ -1,0 +1,58 @@
+// Executes a run's plan: the timed cases one at a time on one worker, so nothing disturbs their
+// clocks, then the verdict-only cases on `jobs` workers at once. Every result is journaled the
+// moment it exists and printed as it finishes.
+#pragma once
+
+#include "core/journal.hpp"
+#include "core/registry.hpp"
+#include "core/result.hpp"
+#include "core/target.hpp"
+#include "core/worker.hpp"
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace mpscheck {
+
+class ConsoleReporter;
+
+struct PlannedCase {
+  RegisteredWorkload workload;
+  bool timed = false;
+};
+
+struct RunLoopOptions {
+  WorkerConfig worker;  // for the timed worker; verdict workers get verdict_threads instead
+  int verdict_threads = 0;
+  int jobs = 1;
+  RunnerOptions runner;
+  std::string report_dir;  // worker logs go here
+  std::string journal_path;  // named when the run stops early
+  TargetSpec target;
+  double timeout_op_s = 60, timeout_model_s = 300;
+};
+
+struct RunOutcome {
+  std::vector<CaseResult> cases;  // in plan order: resumed results, then what ran
+  bool interrupted = false;
+  // Set when the run could not go on (no worker would start, the journal could not be written):
+  // the one line to print; every finished case is in the journal.
+  std::optional<std::string> stopped;
+};
+
+// Jobs when --jobs is 0: the cores on a cpu target; 1 on an accelerator, where every worker
+// shares one device (its queues and memory), so a second process could turn one case's memory
+// pressure into another case's finding.
+int default_jobs(const TargetSpec& target);
+// Intra-op threads for each verdict worker: --threads if given, else the cores shared out.
+int verdict_threads_for(int jobs, int threads);
+
+// `timed_runner` already answered the device probe; it runs the timed cases. `done` holds the
+// results a --resume found in the journal.
+RunOutcome execute_plan(const std::vector<PlannedCase>& plan, const std::map<std::string, CaseResult>& done,
+                        const RunLoopOptions& options, Runner& timed_runner, Journal& journal,
+                        ConsoleReporter& console);
+
+}  // namespace mpscheck

@@ -1,0 +1,24 @@
+// Which selected cases are timed. Every case gets a verdict; timing costs far more than a
+// verdict (a budget per side, repeated), so under --quick it goes to the cases whose speed a
+// user reads: every model, and per operator and dtype one forward case on a contiguous input.
+// The other variants (sliced, transposed, backward, ...) of that op and dtype are verdict-only.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace mpscheck {
+
+// The parts of an op id: op/<family>/<op>/<dtype>/<variant>[/<direction>].
+struct OpIdParts {
+  std::string family, op, dtype, variant, direction;  // direction: "forward", "backward" or empty
+};
+// False for ids that are not op ids of that shape (model ids, user plugins' own schemes).
+bool parse_op_id(const std::string& id, OpIdParts* parts);
+
+// `timed[i]` for `ids[i]` (kinds: true for a model case). Without quick every case is timed;
+// with min_time 0 none is.
+std::vector<bool> plan_timing(const std::vector<std::string>& ids, const std::vector<bool>& is_model, bool quick,
+                              double min_time_s);
+
+}  // namespace mpscheck

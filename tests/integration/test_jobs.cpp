@@ -1,0 +1,70 @@
+// --jobs: verdict-only cases on several workers give exactly the verdicts of one worker, crashes
+// and hangs included; under --quick only the plan's cases are timed, and they run alone.
+#include "harness.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+
+using namespace mpscheck::testing;
+
+namespace {
+std::map<std::string, std::string> statuses(const nlohmann::json& report) {
+  std::map<std::string, std::string> s;
+  for (const auto& [id, c] : cases_by_id(report)) s[id] = c["status"].get<std::string>() + " " + c.value("signal", "");
+  return s;
+}
+}  // namespace
+
+TEST(Jobs, TwoWorkersGiveTheVerdictsOfOneIncludingCrashesAndHangs) {
+  // --min-time 0: every case is verdict-only, so with --jobs 2 all of them share two workers.
+  const std::vector<std::string> base{"--plugin-dir", test_plugins_dir(), "--filter",
+                                      "^op/faults/(healthy|segfault|abort|hang|throw|unsupported|nan|wrong)$|"
+                                      "^op/activation/(gelu|relu)/f32/",
+                                      "--target", "cpu", "--quick", "--timeout", "4", "--min-time", "0"};
+  std::map<std::string, std::string> by_jobs[2];
+  for (int jobs : {1, 2}) {
+    SCOPED_TRACE("--jobs " + std::to_string(jobs));
+    const std::string dir = fresh_dir("jobs-" + std::to_string(jobs));
+    auto args = base;
+    args.insert(args.end(), {"--jobs", std::to_string(jobs)});
+    const auto r = run_mpscheck(args, dir);
+    ASSERT_EQ(r.exit_code, 1) << r.err;  // the faults are findings
+    const auto report = read_json_file(dir + "/mpscheck-report/report.json");
+    EXPECT_EQ(report["run"]["jobs"], jobs);
+    by_jobs[jobs - 1] = statuses(report);
+    EXPECT_EQ(std::filesystem::exists(dir + "/mpscheck-report/worker-2.log"), jobs == 2);
+    // Every finished case is in the journal, whatever order the workers finished in.
+    const std::string journal = read_text_file(dir + "/mpscheck-report/journal.jsonl");
+    EXPECT_EQ(static_cast<size_t>(std::count(journal.begin(), journal.end(), '\n')), by_jobs[jobs - 1].size() + 1);
+  }
+  ASSERT_GT(by_jobs[0].size(), 10u);
+  EXPECT_EQ(by_jobs[0], by_jobs[1]);
+  EXPECT_EQ(by_jobs[1].at("op/faults/segfault"), "crash SIGSEGV");
+  EXPECT_EQ(by_jobs[1].at("op/faults/hang"), "timeout ");
+  EXPECT_EQ(by_jobs[1].at("op/faults/wrong"), "mismatch ");
+}
+
+TEST(Jobs, QuickTimesOnlyThePlannedCasesAndSaysWhich) {
+  const std::string dir = fresh_dir("jobs-timed");
+  const auto r = run_mpscheck({"--plugin-dir", test_plugins_dir(), "--filter", "^op/faults/slow$|^op/activation/gelu/f32/",
+                               "--target", "cpu", "--quick", "--jobs", "2"},
+                              dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto report = read_json_file(dir + "/mpscheck-report/report.json");
+  const auto cases = cases_by_id(report);
+  ASSERT_GT(cases.size(), 3u);
+  int timed = 0;
+  for (const auto& [id, c] : cases) {
+    const bool should = id == "op/activation/gelu/f32/contiguous/forward" || id == "op/faults/slow";
+    EXPECT_EQ(c["timed"], should) << id;
+    EXPECT_EQ(c["reference_time"].is_null(), !should) << id;
+    timed += should;
+  }
+  EXPECT_EQ(report["run"]["timed"], timed);
+  // The planted 10x slow kernel is still called slower: timed alone, and confirmed on fresh instances.
+  EXPECT_EQ(cases.at("op/faults/slow")["speed_class"], "slower");
+  EXPECT_NE(cases.at("op/faults/slow")["speed_note"].get<std::string>().find("two rounds"), std::string::npos);
+  EXPECT_NE(r.err.find("2 timed"), std::string::npos) << r.err;
+}
