@@ -2,7 +2,7 @@
 #pragma once
 
 #include "checks/tolerance.hpp"
-#include "core/result.hpp"
+#include <mpscheck/result.hpp>
 
 #include <ATen/ATen.h>
 #include <ATen/core/grad_mode.h>

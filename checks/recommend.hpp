@@ -1,7 +1,7 @@
 // The recommendation per case: accelerate, keep on CPU, or blocked — with the reason in words.
 #pragma once
 
-#include "core/result.hpp"
+#include <mpscheck/result.hpp>
 
 #include <map>
 #include <string>

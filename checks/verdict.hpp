@@ -4,7 +4,7 @@
 
 #include "checks/compare.hpp"
 #include "checks/tolerance.hpp"
-#include "core/result.hpp"
+#include <mpscheck/result.hpp>
 
 #include <string>
 #include <vector>

@@ -9,10 +9,10 @@
 #include "core/probe.hpp"
 #include "core/run_loop.hpp"
 #include "core/run_plan.hpp"
-#include "core/version.hpp"
+#include <mpscheck/version.hpp>
 #include "core/worker.hpp"
 #include "core/workflow.hpp"
-#include "plugins/torchscript/input_spec.hpp"
+#include "core/input_spec.hpp"
 #include "reports/bug_report.hpp"
 #include "reports/console.hpp"
 #include "reports/reporter.hpp"

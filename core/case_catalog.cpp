@@ -1,6 +1,6 @@
 #include "core/case_catalog.hpp"
 
-#include "plugins/torchscript/torchscript_workload.hpp"
+#include "core/torchscript_workload.hpp"
 
 namespace mpscheck {
 

@@ -1,5 +1,5 @@
 #include "core/config.hpp"
-#include "core/version.hpp"
+#include <mpscheck/version.hpp>
 #include "core/workflow.hpp"
 #include "reports/reporter.hpp"
 

@@ -1,7 +1,7 @@
 #include "core/environment.hpp"
 
 #include "core/target.hpp"
-#include "core/version.hpp"
+#include <mpscheck/version.hpp>
 
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>

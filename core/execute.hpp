@@ -2,7 +2,7 @@
 #pragma once
 
 #include "core/plugin_host.hpp"
-#include "core/result.hpp"
+#include <mpscheck/result.hpp>
 #include "core/target.hpp"
 
 namespace mpscheck {

@@ -1,6 +1,6 @@
 #include "core/journal.hpp"
 
-#include "core/untrusted_json.hpp"
+#include "reports/untrusted_json.hpp"
 
 #include <fmt/format.h>
 

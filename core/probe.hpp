@@ -3,7 +3,7 @@
 // that fails it is present but unusable (a GitHub-hosted macOS runner's MPS), not a source of findings.
 #pragma once
 
-#include "core/result.hpp"
+#include <mpscheck/result.hpp>
 #include "core/target.hpp"
 
 #include <optional>

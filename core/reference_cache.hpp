@@ -11,7 +11,7 @@
 
 #include <mpscheck/workload.hpp>
 
-#include "core/result.hpp"
+#include <mpscheck/result.hpp>
 
 #include <map>
 #include <optional>

@@ -5,7 +5,7 @@
 
 #include "core/journal.hpp"
 #include "core/registry.hpp"
-#include "core/result.hpp"
+#include <mpscheck/result.hpp>
 #include "core/target.hpp"
 #include "core/worker.hpp"
 

@@ -2,7 +2,7 @@
 // self-contained reproducer, observed vs expected values, and the environment ("Versions").
 #pragma once
 
-#include "core/result.hpp"
+#include <mpscheck/result.hpp>
 
 #include <mpscheck/workload.hpp>
 #include <nlohmann/json.hpp>

@@ -1,4 +1,4 @@
-#include "core/version.hpp"
+#include <mpscheck/version.hpp>
 #include "reports/reporter.hpp"
 #include "reports/escape.hpp"
 #include "reports/writers.hpp"

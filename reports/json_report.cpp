@@ -3,8 +3,8 @@
 #include "reports/reporter.hpp"
 #include "reports/writers.hpp"
 
-#include "core/untrusted_json.hpp"
-#include "core/version.hpp"
+#include "reports/untrusted_json.hpp"
+#include <mpscheck/version.hpp>
 
 #include <fmt/format.h>
 

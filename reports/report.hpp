@@ -1,7 +1,7 @@
 // A whole run as reports see it: environment, run settings, every case.
 #pragma once
 
-#include "core/result.hpp"
+#include <mpscheck/result.hpp>
 
 #include <nlohmann/json.hpp>
 

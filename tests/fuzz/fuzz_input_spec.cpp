@@ -1,5 +1,5 @@
 // libFuzzer: `--input` specs of --model. Any text either parses or is a BadModelInput.
-#include "plugins/torchscript/input_spec.hpp"
+#include "core/input_spec.hpp"
 
 #include <cstddef>
 #include <cstdint>

@@ -5,7 +5,7 @@
 // scripts/recall.sh sets MPSCHECK_RECALL_FULL=1 to run each over the "full" selection.
 #include "sim_common.hpp"
 
-#include "core/result.hpp"
+#include <mpscheck/result.hpp>
 
 #include <gtest/gtest.h>
 

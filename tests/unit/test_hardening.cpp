@@ -3,7 +3,7 @@
 #include "core/worker.hpp"
 #include "core/worker_protocol.hpp"
 #include "core/user_regex.hpp"
-#include "plugins/torchscript/input_spec.hpp"
+#include "core/input_spec.hpp"
 
 #include <gtest/gtest.h>
 

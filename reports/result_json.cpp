@@ -1,4 +1,4 @@
-#include "core/result.hpp"
+#include <mpscheck/result.hpp>
 
 #include "reports/escape.hpp"
 

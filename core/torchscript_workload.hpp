@@ -3,7 +3,7 @@
 // from the command line, not from a catalog.
 #pragma once
 
-#include "plugins/torchscript/input_spec.hpp"
+#include "core/input_spec.hpp"
 
 #include <mpscheck/workload.hpp>
 

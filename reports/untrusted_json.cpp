@@ -1,4 +1,4 @@
-#include "core/untrusted_json.hpp"
+#include "reports/untrusted_json.hpp"
 
 #include <cmath>
 #include <cstring>

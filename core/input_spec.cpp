@@ -1,4 +1,4 @@
-#include "plugins/torchscript/input_spec.hpp"
+#include "core/input_spec.hpp"
 
 #include <fmt/format.h>
 
