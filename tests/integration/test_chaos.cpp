@@ -108,7 +108,7 @@ std::vector<std::string> tiny_args() {
 TEST(Chaos, SigkillAtFiveRandomPointsThenResumeGivesTheUninterruptedResult) {
   const std::vector<std::string> args = {"--plugin-dir", test_plugins_dir(), "--filter",
                                          "^op/faults/|^op/activation/gelu/|^op/shape/cat/f32/contiguous",
-                                         "--target", "cpu", "--quick", "--timeout", "5", "--min-time", "0.01"};
+                                         "--target", "cpu", "--quick", "--timeout", "10", "--min-time", "0.01"};
   const std::string clean = fresh_dir("chaos-clean");
   const auto t0 = Clock::now();
   const int clean_exit = wait_exit_code(spawn_mpscheck(args, clean, {}, clean + "/host.log"));

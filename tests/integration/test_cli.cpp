@@ -59,11 +59,23 @@ TEST(CommandLine, HealthyRunExitsZeroWithAFullReport) {
   EXPECT_EQ(report["environment"]["target"], "cpu");
   const auto cases = cases_by_id(report);
   ASSERT_TRUE(cases.count("model/mlp/train"));
+  // --quick times the models and one contiguous forward per op and dtype; the other variants get
+  // their verdict only, and the report says which is which.
+  int timed = 0;
   for (const auto& [id, c] : cases) {
     EXPECT_EQ(c["status"], "pass") << id;
+    const bool planned = id.rfind("model/", 0) == 0 || id == "op/shape/cat/f32/contiguous/forward";
+    EXPECT_EQ(c["timed"], planned) << id;
+    if (!planned) {
+      EXPECT_TRUE(c["reference_time"].is_null()) << id;
+      continue;
+    }
+    ++timed;
     EXPECT_GT(c["reference_time"]["runs"].get<int>(), 0) << id;
     EXPECT_GT(c["speedup"].get<double>(), 0) << id;
   }
+  EXPECT_EQ(report["run"]["timed"], timed);
+  EXPECT_GT(cases.size(), static_cast<size_t>(timed)) << "cat has verdict-only variants";
   // Training cases compare the loss at every step and the final parameters.
   const auto& outputs = cases.at("model/mlp/train")["outputs"];
   EXPECT_EQ(outputs[0]["name"], "loss/step0");

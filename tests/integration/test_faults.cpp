@@ -14,7 +14,7 @@ class FaultRun : public ::testing::Test {
     // Healthy real ops sort before and after the faults (op/activation < op/faults < op/shape).
     result_ = new CommandResult(run_mpscheck({"--filter", "op/faults/|op/activation/gelu/f32/contiguous|op/shape/cat/f32/contiguous",
                                               "--plugin-dir", test_plugins_dir(), "--target", "cpu", "--quick",
-                                              "--timeout", "5", "--min-time", "0.02", "--junit", "r.xml",
+                                              "--timeout", "10", "--min-time", "0.02", "--junit", "r.xml",
                                               "--markdown", "r.md", "--html", "r.html"},
                                              *dir_));
     report_ = new nlohmann::json(read_json_file(*dir_ + "/mpscheck-report/report.json"));
