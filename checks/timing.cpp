@@ -25,6 +25,8 @@ TimingStats summarize_times(std::vector<double> samples) {
   return t;
 }
 
+bool host_was_busy(double cpu_s, double wall_s) { return wall_s > 0 && cpu_s < kMinCpuShare * wall_s; }
+
 const char* speed_class(const TimingStats& reference, const TimingStats& target) {
   if (reference.median_s <= 0 || target.median_s <= 0) return "similar";
   const double speedup = reference.median_s / target.median_s;

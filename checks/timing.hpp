@@ -14,4 +14,11 @@ TimingStats summarize_times(std::vector<double> samples);
 // side is noisy) and the medians differ by at least 5%; "similar" otherwise.
 const char* speed_class(const TimingStats& reference, const TimingStats& target);
 
+// The CPU reference is computation: while its blocks are timed, its process should hold at least
+// one core. One that got less than kMinCpuShare of a core (CPU seconds over wall seconds) spent
+// the rest waiting for a machine busy with other work, and then both timing rounds measure that
+// load, not the op, so no speed claim may rest on them.
+constexpr double kMinCpuShare = 0.8;
+bool host_was_busy(double cpu_s, double wall_s);
+
 }  // namespace mpscheck

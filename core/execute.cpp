@@ -18,6 +18,8 @@
 #include <mutex>
 #include <optional>
 
+#include <time.h>
+
 namespace mpscheck {
 
 namespace {
@@ -26,6 +28,13 @@ using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+// CPU time of the whole process (every intra-op thread), in seconds.
+double process_cpu_seconds() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
 }
 
 std::string exception_text(std::exception_ptr p) {
@@ -46,6 +55,7 @@ struct TimedSide {
   c10::Device device;
   std::vector<double> samples;
   double total = 0;
+  double cpu = 0;  // process CPU seconds spent during the measured blocks
   int block = 1;
 };
 
@@ -69,7 +79,9 @@ void measure(TimedSide& ref, TimedSide& tgt, double budget) {
     // Alternate which side goes first, so neither side always inherits the other's warm caches.
     TimedSide* const order[2] = {round % 2 ? &tgt : &ref, round % 2 ? &ref : &tgt};
     for (TimedSide* s : order) {
+      const double cpu0 = process_cpu_seconds();
       const double t = time_block(*s, s->block);
+      s->cpu += process_cpu_seconds() - cpu0;
       s->samples.push_back(t / s->block);
       s->total += t;
     }
@@ -84,6 +96,8 @@ struct SpeedRound {
   TimingStats reference, target;
   double speedup = 0;
   const char* speed_class = "similar";
+  double reference_cpu_s = 0, reference_wall_s = 0;  // over the reference's measured blocks
+  bool host_busy() const { return host_was_busy(reference_cpu_s, reference_wall_s); }
 };
 
 SpeedRound time_round(Instance& ref, Instance& tgt, c10::Device device, double budget) {
@@ -95,25 +109,40 @@ SpeedRound time_round(Instance& ref, Instance& tgt, c10::Device device, double b
   round.target = summarize_times(tgt_side.samples);
   round.speedup = round.reference.median_s / round.target.median_s;
   round.speed_class = speed_class(round.reference, round.target);
+  round.reference_cpu_s = ref_side.cpu;
+  round.reference_wall_s = ref_side.total;
   return round;
+}
+
+std::string busy_host_note(const SpeedRound& round) {
+  return fmt::format("a round measured {:.3g}x ({}), but the CPU reference held {:.0f}% of a core while it was timed: "
+                     "the machine was busy with other work, so no claim (time it on a quiet machine)",
+                     round.speedup, round.speed_class, 100 * round.reference_cpu_s / round.reference_wall_s);
 }
 
 // Times reference against target. A faster/slower claim must survive a second round on fresh
 // instances of both sides, made in the other order: two instances of one computation on one
 // device can differ by 10% for as long as they live (where their memory landed, what it aliases
 // in the caches), and across thousands of cases that alone separates some ranges. A real device
-// difference repeats; a placement accident is drawn anew.
+// difference repeats; a placement accident is drawn anew. Neither round may carry a claim when the
+// machine was busy: then both rounds measure the same load, and agree about it.
 void time_case(const Workload& w, const ExecuteOptions& options, Instance& ref, Instance& tgt, c10::Device device,
                c10::ScalarType dtype, CaseResult& r) {
   SpeedRound first = time_round(ref, tgt, device, options.min_time_s);
   SpeedRound decided = first;
-  if (std::string(first.speed_class) != "similar") {
+  if (std::string(first.speed_class) != "similar" && first.host_busy()) {
+    decided.speed_class = "similar";
+    r.speed_note = busy_host_note(first);
+  } else if (std::string(first.speed_class) != "similar") {
     std::unique_ptr<Instance> fresh_tgt = w.instantiate(options.setup, Placement{device, dtype, Side::Target});
     std::unique_ptr<Instance> fresh_ref =
         w.instantiate(options.setup, Placement{c10::Device(c10::kCPU), c10::kFloat, Side::Reference});
     const SpeedRound second = time_round(*fresh_ref, *fresh_tgt, device, options.min_time_s);
     decided = second;
-    if (std::string(second.speed_class) == first.speed_class) {
+    if (second.host_busy()) {
+      decided.speed_class = "similar";
+      r.speed_note = busy_host_note(second);
+    } else if (std::string(second.speed_class) == first.speed_class) {
       r.speed_note = fmt::format("{} in two rounds on fresh instances: {:.3g}x, then {:.3g}x", first.speed_class,
                                  first.speedup, second.speedup);
     } else {

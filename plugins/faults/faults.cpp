@@ -1,5 +1,6 @@
-// The faults plugin: healthy computations that go wrong on the target side only, in every way the
-// runner and the checks must survive and name. Never installed; tests load it with --plugin-dir.
+// The faults plugin: healthy computations that go wrong on the target side (and one whose CPU
+// reference stalls, as on a busy machine), in every way the runner and the checks must survive
+// and name. Never installed; tests load it with --plugin-dir.
 #include <mpscheck/plugin.hpp>
 
 #include <chrono>
@@ -13,7 +14,7 @@ namespace {
 
 using namespace mpscheck;
 
-enum class Fault { None, Segfault, Abort, Terminate, Hang, Throw, Unsupported, Nan, Wrong, Slow };
+enum class Fault { None, Segfault, Abort, Terminate, Hang, Throw, Unsupported, Nan, Wrong, Slow, StalledReference };
 
 struct FaultSpec {
   const char* name;
@@ -25,6 +26,9 @@ const FaultSpec kFaults[] = {
     {"terminate", Fault::Terminate},  {"hang", Fault::Hang},         {"throw", Fault::Throw},
     {"unsupported", Fault::Unsupported}, {"nan", Fault::Nan},        {"wrong", Fault::Wrong},
     {"slow", Fault::Slow},
+    // The CPU reference waits 2 ms per iteration without computing: what a reference preempted by
+    // other work on a busy machine looks like. Its target is not faster, and must not be called so.
+    {"stalled_reference", Fault::StalledReference},
 };
 
 // The planted error of the "wrong" fault: element 7 of the output is off by exactly this much.
@@ -33,7 +37,9 @@ constexpr double kWrongBy = 1e-3;
 class FaultInstance final : public Instance {
  public:
   FaultInstance(Fault fault, const Setup& setup, const Placement& where)
-      : fault_(where.side == Side::Target ? fault : Fault::None) {
+      : fault_(fault == Fault::StalledReference ? (where.side == Side::Reference ? fault : Fault::None)
+               : where.side == Side::Target       ? fault
+                                                  : Fault::None) {
     at::Generator gen = at::detail::createCPUGenerator(setup.seed);
     x_ = at::randn({256}, gen, at::kFloat).to(where.device, where.dtype);
   }
@@ -58,7 +64,8 @@ class FaultInstance final : public Instance {
 
   void iterate() override {
     compute();
-    if (fault_ == Fault::Slow) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    if (fault_ == Fault::Slow || fault_ == Fault::StalledReference)
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
   }
 
  private:

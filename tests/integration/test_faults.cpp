@@ -41,10 +41,10 @@ std::map<std::string, nlohmann::json>* FaultRun::cases_;
 TEST_F(FaultRun, ExitsOneBecauseOfFindings) { EXPECT_EQ(result_->exit_code, 1) << result_->err; }
 
 TEST_F(FaultRun, ReportHasEveryCase) {
-  // Ten planted faults, the planted catalog op (2 layouts x forward/backward), twelve planted
+  // Eleven planted faults, the planted catalog op (2 layouts x forward/backward), twelve planted
   // verdict cases, four healthy ops.
-  EXPECT_EQ(cases_->size(), 10u + 4u + 12u + 4u);
-  EXPECT_EQ((*report_)["summary"]["total"], 30);
+  EXPECT_EQ(cases_->size(), 11u + 4u + 12u + 4u);
+  EXPECT_EQ((*report_)["summary"]["total"], 31);
 }
 
 TEST_F(FaultRun, CrashesNameTheirSignal) {
@@ -104,6 +104,14 @@ TEST_F(FaultRun, SlowTargetIsSlowerAndStillPasses) {
   EXPECT_EQ(at("op/faults/slow")["status"], "pass");
   EXPECT_EQ(at("op/faults/slow")["speed_class"], "slower");
   EXPECT_LT(at("op/faults/slow")["speedup"].get<double>(), 0.5);
+  // A CPU reference that waits without computing (a busy machine) makes its target look 100x
+  // faster in both rounds; no claim may rest on such times.
+  const auto& stalled = at("op/faults/stalled_reference");
+  EXPECT_EQ(stalled["status"], "pass");
+  EXPECT_EQ(stalled["speed_class"], "similar") << stalled["speed_note"];
+  EXPECT_NE(stalled["speed_note"].get<std::string>().find("the machine was busy"), std::string::npos)
+      << stalled["speed_note"];
+  EXPECT_GT(stalled["speedup"].get<double>(), 2.0) << "the figures are still shown, only the claim is withheld";
 }
 
 TEST_F(FaultRun, HealthyCasesAroundTheFaultsPass) {
@@ -115,7 +123,7 @@ TEST_F(FaultRun, HealthyCasesAroundTheFaultsPass) {
 
 TEST_F(FaultRun, JournalHasOneLinePerCaseAfterItsHeader) {
   const std::string journal = read_text_file(*dir_ + "/mpscheck-report/journal.jsonl");
-  EXPECT_EQ(std::count(journal.begin(), journal.end(), '\n'), 1 + 30);
+  EXPECT_EQ(std::count(journal.begin(), journal.end(), '\n'), 1 + 31);
 }
 
 // ---- planted wrong results that a looser verdict called correct (plugins/faults/planted_verdicts.cpp)

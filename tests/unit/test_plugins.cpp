@@ -22,6 +22,7 @@ namespace {
 const std::set<std::string> kFaultIds = {
     "op/faults/healthy", "op/faults/segfault", "op/faults/abort", "op/faults/terminate", "op/faults/hang",
     "op/faults/throw", "op/faults/unsupported", "op/faults/nan", "op/faults/wrong", "op/faults/slow",
+    "op/faults/stalled_reference",
     "op/faults/linear_planted/f32/contiguous/forward", "op/faults/linear_planted/f32/contiguous/backward",
     "op/faults/linear_planted/f32/transposed/forward", "op/faults/linear_planted/f32/transposed/backward",
     "model/faults/planted_fc2/infer", "model/faults/planted_backward/infer", "model/faults/planted_backward/train",

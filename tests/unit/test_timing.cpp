@@ -53,3 +53,11 @@ TEST(Timing, NoisySidesNeedAClearGap) {
   EXPECT_STREQ(speed_class(stats(1.08, 1.2, 1.32), stats(1.0, 1.03, 1.05)), "similar");
   EXPECT_STREQ(speed_class(stats(1.9, 2.0, 2.1), stats(0.95, 1.0, 1.08)), "faster");
 }
+
+TEST(Timing, BusyHostIsACpuReferenceHoldingLessThanACore) {
+  EXPECT_FALSE(host_was_busy(0.97, 1.0));  // one thread, an idle machine
+  EXPECT_FALSE(host_was_busy(1.9, 1.0));   // two intra-op threads
+  EXPECT_TRUE(host_was_busy(0.3, 1.0));    // what load 12 on two cores gave
+  EXPECT_TRUE(host_was_busy(0.001, 0.2));  // waiting, not computing
+  EXPECT_FALSE(host_was_busy(0, 0));       // nothing measured, nothing to say
+}
