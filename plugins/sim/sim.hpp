@@ -1,5 +1,6 @@
-// The sim device's internals, shared by its runtime (sim_device.cpp) and its bug switchboard
-// (sim_bugs.cpp). Test-only: a PrivateUse1 backend named "sim" whose memory is protected pages.
+// The sim device's internals, shared by its runtime (sim_device.cpp), its fused RNN cells
+// (sim_rnn.cpp) and its bug switchboard (sim_bugs.cpp). Test-only: a PrivateUse1 backend named "sim"
+// whose memory is protected pages.
 #pragma once
 
 #include <ATen/ATen.h>

@@ -401,6 +401,10 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("convolution_backward_overrideable", convolution_backward);
   m.impl("_has_compatible_shallow_copy_type", compatible_shallow_copy);
   m.impl("_fused_sdp_choice", fused_sdp_choice);
+  // native_group_norm has a CompositeExplicitAutograd kernel (math_group_norm) that a device without
+  // its own kernel gets ahead of the fallback, and it views its input as [N, group, -1], which fails
+  // on a channels_last input. The sim runs the CPU kernel, which takes any memory format.
+  m.impl("native_group_norm", torch::CppFunction::makeFromBoxedFunction<&fallback>());
 }
 
 // Materialising a lazy conjugate clones, and a clone copies: without these, a copy of a conjugated

@@ -1,14 +1,19 @@
 // The test-only sim device (plugins/sim) as LibTorch sees it: a PrivateUse1 backend named "sim"
 // that mpscheck's target code finds, copies that round-trip, an allocator with statistics and a
-// size limit, a CPU fallback that autograd runs through, and memory the host cannot read by accident.
+// size limit, a CPU fallback that autograd runs through, memory the host cannot read by accident, and
+// the fused RNN cells LibTorch calls on any device but the CPU.
 #include "core/plugin_host.hpp"
 #include "core/target.hpp"
 
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
+#include <torch/csrc/autograd/autograd.h>
+#include <torch/csrc/autograd/function.h>
 
 #include <csignal>
 #include <cstdint>
+#include <string>
+#include <vector>
 #include <dlfcn.h>
 
 using namespace mpscheck;
@@ -115,4 +120,77 @@ TEST_F(SimDevice, HostCodeThatSkipsTheCopyFaults) {
       ::testing::KilledBySignal(SIGSEGV), "");
   // Through a copy, the same memory reads fine.
   EXPECT_FLOAT_EQ(on_sim.cpu().sum().item<float>(), 64.0f);
+}
+
+// LibTorch runs LSTM and GRU cells on any non-CPU device through the fused kernels
+// (_thnn_fused_*_cell), which the sim implements itself: they must agree with the CPU's cells,
+// which are built from plain ops, in the outputs and in every gradient.
+namespace {
+
+struct CellCase {
+  bool lstm, bias, grad_cy;
+};
+
+// Runs one cell step on `device` from leaves copied from the host tensors `leaves` (x, h, [c],
+// w_ih, w_hh, [b_ih, b_hh]), backpropagates `grads` into its outputs, and returns the outputs
+// and the leaves' gradients on the host.
+std::vector<at::Tensor> run_cell(const CellCase& cell, const std::vector<at::Tensor>& leaves,
+                                 const std::vector<at::Tensor>& grads, const c10::Device& device,
+                                 std::string* grad_fn = nullptr) {
+  std::vector<at::Tensor> in;
+  for (const auto& t : leaves) in.push_back(t.to(device, t.scalar_type(), false, /*copy=*/true).requires_grad_(true));
+  const size_t w = cell.lstm ? 3 : 2;
+  const at::Tensor b_ih = cell.bias ? in[w + 2] : at::Tensor(), b_hh = cell.bias ? in[w + 3] : at::Tensor();
+  std::vector<at::Tensor> out;
+  if (cell.lstm) {
+    auto [hy, cy] = at::lstm_cell(in[0], {in[1], in[2]}, in[w], in[w + 1], b_ih, b_hh);
+    out = {hy, cy};
+  } else {
+    out = {at::gru_cell(in[0], in[1], in[w], in[w + 1], b_ih, b_hh)};
+  }
+  if (grad_fn && out[0].grad_fn()) *grad_fn = out[0].grad_fn()->name();
+  std::vector<at::Tensor> roots = {out[0]}, seeds = {grads[0].to(device)};
+  if (cell.lstm && cell.grad_cy) roots.push_back(out[1]), seeds.push_back(grads[1].to(device));
+  torch::autograd::backward(roots, seeds);
+  std::vector<at::Tensor> result;
+  for (const auto& t : out) result.push_back(t.detach().cpu());
+  for (const auto& t : in) result.push_back(t.grad().defined() ? t.grad().cpu() : at::Tensor());
+  return result;
+}
+
+}  // namespace
+
+TEST_F(SimDevice, FusedRnnCellsMatchTheCpuCellsForwardAndBackward) {
+  constexpr int64_t batch = 5, in = 7, hidden = 6;
+  for (const CellCase& cell : {CellCase{true, true, true}, CellCase{true, true, false}, CellCase{true, false, true},
+                               CellCase{false, true, false}, CellCase{false, false, false}}) {
+    SCOPED_TRACE(std::string(cell.lstm ? "lstm" : "gru") + (cell.bias ? " with biases" : " without biases") +
+                 (cell.grad_cy ? ", gradient into cy" : ""));
+    at::manual_seed(cell.lstm * 4 + cell.bias * 2 + cell.grad_cy);
+    const int64_t gates = (cell.lstm ? 4 : 3) * hidden;
+    std::vector<at::Tensor> leaves = {at::randn({batch, in}), at::randn({batch, hidden})};
+    if (cell.lstm) leaves.push_back(at::randn({batch, hidden}));
+    // Weights on nn.LSTM's scale, and inputs big enough that no gate is linear or saturated.
+    leaves.push_back(at::randn({gates, in}) * 0.6);
+    leaves.push_back(at::randn({gates, hidden}) * 0.6);
+    if (cell.bias) leaves.push_back(at::randn({gates})), leaves.push_back(at::randn({gates}));
+    const std::vector<at::Tensor> grads = {at::randn({batch, hidden}), at::randn({batch, hidden})};
+
+    std::string fused;
+    const auto cpu = run_cell(cell, leaves, grads, at::kCPU);
+    const auto on_sim = run_cell(cell, leaves, grads, sim, &fused);
+    // The sim ran the fused kernel (the CPU cell would not reach it).
+    EXPECT_NE(fused.find(cell.lstm ? "FusedLstmCell" : "FusedGruCell"), std::string::npos) << fused;
+    ASSERT_EQ(cpu.size(), on_sim.size());
+    for (size_t k = 0; k < cpu.size(); ++k) {
+      SCOPED_TRACE("result " + std::to_string(k));
+      ASSERT_TRUE(cpu[k].defined());
+      ASSERT_TRUE(on_sim[k].defined());
+      ASSERT_EQ(cpu[k].sizes(), on_sim[k].sizes());
+      // Not all zero: a gradient that never flowed would match a zero one.
+      EXPECT_GT(cpu[k].abs().max().item<float>(), 1e-3);
+      EXPECT_TRUE(at::allclose(on_sim[k], cpu[k], 1e-5, 1e-5)) << "max abs error "
+                                                                 << (on_sim[k] - cpu[k]).abs().max().item<float>();
+    }
+  }
 }
