@@ -1,7 +1,11 @@
 // Benchmarks behind the claims in the README, printed as ratios measured in one run:
-//  (a) mpscheck's reported reference median vs a minimal hand-written LibTorch loop of the same work
-//  (b) per-case overhead of the worker protocol and the comparison, as a fraction of case time
-//  (c) comparison throughput vs a plain memory copy
+//  (a) mpscheck's reported reference median vs a hand-written LibTorch loop of the same work
+//  (b) each case's whole host cost (everything but the timed compute) vs its unpadded compute
+//  (c) compare_tensors' throughput vs memcpy, for float32, float16 and bfloat16
+//  (d) verdict throughput in cases per second, --jobs 1 and --jobs 2
+//  (e) the reference cache: a second run with --reference-cache against the first
+// The machine may be shared: each ratio's two sides are measured close together (alternating
+// where it matters), so a busy neighbour moves both, but absolute figures move with the load.
 #include "checks/compare.hpp"
 #include "checks/timing.hpp"
 #include "core/execute.hpp"
@@ -9,14 +13,23 @@
 #include "core/registry.hpp"
 #include "reports/report.hpp"
 
+#include <torch/torch.h>
+
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
+#include <ctime>
 #include <filesystem>
 #include <functional>
 #include <iostream>
+#include <map>
+#include <thread>
+#include <vector>
+
+#include <sys/wait.h>
 
 using namespace mpscheck;
 using Clock = std::chrono::steady_clock;
@@ -26,6 +39,9 @@ namespace {
 double seconds(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
 // Median of per-iteration times over blocks of the plain loop, about `budget` seconds in all.
+// Written apart from mpscheck's timing (core/execute.cpp): its own warm-up, block size and stop rule.
+// Everything here runs on the CPU, whose kernels return when their work is done: the loop needs no
+// device synchronisation of its own.
 double hand_median(const std::function<void()>& work, double budget) {
   for (int i = 0; i < 5; ++i) work();
   auto t0 = Clock::now();
@@ -44,7 +60,97 @@ double hand_median(const std::function<void()>& work, double budget) {
   return samples[samples.size() / 2];
 }
 
+double thread_cpu_seconds() {
+  timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return ts.tv_sec + 1e-9 * ts.tv_nsec;
+}
+
+// Median of single calls' thread CPU time, after two warm-up calls, about `budget` CPU seconds.
+double cpu_median(const std::function<void()>& work, double budget) {
+  work(), work();
+  std::vector<double> samples;
+  double spent = 0;
+  while (samples.size() < 5 || (spent < budget && samples.size() < 200)) {
+    const double t0 = thread_cpu_seconds();
+    work();
+    samples.push_back(thread_cpu_seconds() - t0);
+    spent += samples.back();
+  }
+  std::sort(samples.begin(), samples.end());
+  return samples[samples.size() / 2];
+}
+
+double median_of(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0.0 : v[v.size() / 2];
+}
+
 at::Generator gen(uint64_t seed) { return at::detail::createCPUGenerator(seed); }
+
+// (a) The zoo's networks written again with plain torch::nn. Building them here, rather than
+// taking the case's module out of its Instance, keeps the hand loop free of any mpscheck code:
+// neither the plugin's forward nor Instance::iterate (the very function mpscheck times) runs in
+// it. Seeding LibTorch's generator with the case's seed (Setup::seed, 0) and creating the same
+// layers in the same order draws the same weights, and the inputs come from the same generator
+// (seed + 7, model.hpp) in the same order; main() checks that the outputs agree bit for bit, so
+// both loops do the same arithmetic on the same numbers.
+struct HandMlp {
+  torch::nn::Linear l0{nullptr}, l1{nullptr}, l2{nullptr};
+  HandMlp() {
+    torch::manual_seed(0);
+    l0 = torch::nn::Linear(1024, 512), l1 = torch::nn::Linear(512, 256), l2 = torch::nn::Linear(256, 10);
+  }
+  at::Tensor forward(const at::Tensor& x) { return l2(torch::relu(l1(torch::relu(l0(x))))); }
+  std::vector<at::Tensor> parameters() {
+    std::vector<at::Tensor> p;
+    for (auto* l : {&l0, &l1, &l2})
+      for (auto& t : (*l)->parameters()) p.push_back(t);
+    return p;
+  }
+};
+
+struct HandMnistCnn {
+  torch::nn::Conv2d c1{nullptr}, c2{nullptr};
+  torch::nn::Linear f1{nullptr}, f2{nullptr};
+  HandMnistCnn() {
+    torch::manual_seed(0);
+    c1 = torch::nn::Conv2d(torch::nn::Conv2dOptions(1, 64, 3));
+    c2 = torch::nn::Conv2d(torch::nn::Conv2dOptions(64, 512, 3));
+    f1 = torch::nn::Linear(512, 1024), f2 = torch::nn::Linear(1024, 10);
+  }
+  // Inference: the Dropout2d is off in eval mode, so it is left out.
+  at::Tensor forward(const at::Tensor& x0) {
+    at::Tensor x = torch::max_pool2d(c1(x0), 2, 2);
+    x = torch::max_pool2d(c2(x), 2, 2);
+    x = std::get<0>(torch::adaptive_max_pool2d(x, {1, 1})).flatten(1);
+    return f2(torch::relu(f1(x)));
+  }
+};
+
+// The largest |a - b| between the case's own output and the hand network's (0: bit for bit).
+double disagreement(const at::Tensor& a, const at::Tensor& b) {
+  if (!a.defined() || !b.defined() || a.sizes() != b.sizes()) return std::numeric_limits<double>::infinity();
+  return (a.to(at::kDouble) - b.to(at::kDouble)).abs().max().item<double>();
+}
+
+at::Tensor output_named(const Outputs& outs, const std::string& name) {
+  for (const auto& o : outs)
+    if (o.name == name) return o.value;
+  return {};
+}
+
+// Runs the mpscheck binary with `args` in `dir` (output discarded); the wall time in seconds, or
+// a negative number when it failed to start or exited with a code above 1 (1 only means "some
+// case did not pass").
+double run_mpscheck(const std::string& dir, const std::string& args) {
+  const std::string cmd = fmt::format("cd '{}' && '{}' {} > /dev/null 2>&1", dir, MPSCHECK_BINARY, args);
+  const auto t0 = Clock::now();
+  const int rc = std::system(cmd.c_str());
+  const double s = seconds(t0);
+  if (rc == -1 || !WIFEXITED(rc) || WEXITSTATUS(rc) > 1) return -1;
+  return s;
+}
 
 }  // namespace
 
@@ -55,12 +161,15 @@ int main() {
   ExecuteOptions options;
   options.target = parse_target("cpu");
   options.min_time_s = 1.0;
+  std::cout << std::unitbuf;
+  std::cout << "One run on " << std::thread::hardware_concurrency()
+            << " hardware threads; the machine may be shared, so figures move with its load.\n\n";
 
   // (a) Hand-written loops: the same shapes and the same values as the cases (drawn from a seed-0
   // generator in the cases' order and distribution: softmax's logits span -100..100, and the
   // underflowing exponentials make it several times slower than on unit-range inputs).
   struct Pair {
-    const char* id;
+    std::string id;
     std::function<void()> hand;
   };
   auto g = gen(0);
@@ -74,19 +183,62 @@ int main() {
       {"op/conv/conv2d/f32/contiguous/forward", [&] { at::NoGradGuard ng; (void)at::conv2d(cx, cw, cb, {1, 1}, {1, 1}); }},
       {"op/softmax/softmax/f32/contiguous/forward", [&] { at::NoGradGuard ng; (void)at::softmax(sx, -1); }},
   };
-  // Models: the loop calls the network's own forward (no mpscheck machinery around it).
-  for (const char* id : {"model/mlp/infer", "model/mnist_cnn/infer"}) {
+
+  // The models' inputs, as model.hpp draws them for Setup{seed 0, not quick}.
+  auto gm = gen(7);
+  const at::Tensor mlp_x = at::randn({1024, 1024}, gm, at::kFloat);
+  auto gn = gen(7);
+  const at::Tensor mnist_x = at::rand({128, 1, 28, 28}, gn, at::kFloat);
+  auto mlp = std::make_shared<HandMlp>();
+  auto cnn = std::make_shared<HandMnistCnn>();
+  // Training: forward, mean loss, backward, SGD(0.01) step, on a network of its own.
+  auto mlp_train = std::make_shared<HandMlp>();
+  auto sgd = std::make_shared<torch::optim::SGD>(mlp_train->parameters(), torch::optim::SGDOptions(0.01));
+  auto train_step = [mlp_train, sgd, &mlp_x] {
+    sgd->zero_grad();
+    at::Tensor loss = mlp_train->forward(mlp_x).mean();
+    loss.backward();
+    sgd->step();
+    return loss;
+  };
+  pairs.push_back({"model/mlp/infer", [mlp, &mlp_x] { at::NoGradGuard ng; (void)mlp->forward(mlp_x); }});
+  pairs.push_back({"model/mnist_cnn/infer", [cnn, &mnist_x] { at::NoGradGuard ng; (void)cnn->forward(mnist_x); }});
+  pairs.push_back({"model/mlp/train", [train_step] { (void)train_step(); }});
+
+  // The hand networks compute what the cases compute.
+  std::cout << "(a) check: the hand-written networks reproduce the cases' outputs (largest difference; 0 = bit for bit)\n";
+  auto case_outputs = [&](const std::string& id) {
     const RegisteredWorkload* w = registry.find(id);
-    if (!w) continue;
-    auto inst = std::shared_ptr<Instance>(w->workload->instantiate(Setup{}, Placement{}));
-    pairs.push_back({id, [inst] { inst->iterate(); }});
+    if (!w) return Outputs{};
+    return w->workload->instantiate(Setup{}, Placement{})->run();
+  };
+  {
+    at::NoGradGuard ng;
+    std::cout << fmt::format("  model/mlp/infer       out          {:.3g}\n",
+                             disagreement(output_named(case_outputs("model/mlp/infer"), "out"), mlp->forward(mlp_x)));
+    std::cout << fmt::format("  model/mnist_cnn/infer out          {:.3g}\n",
+                             disagreement(output_named(case_outputs("model/mnist_cnn/infer"), "out"), cnn->forward(mnist_x)));
   }
+  {
+    const Outputs trained = case_outputs("model/mlp/train");
+    HandMlp fresh;
+    torch::optim::SGD opt(fresh.parameters(), torch::optim::SGDOptions(0.01));
+    double worst = 0;
+    for (int s = 0; s < 4; ++s) {
+      opt.zero_grad();
+      at::Tensor loss = fresh.forward(mlp_x).mean();
+      loss.backward();
+      opt.step();
+      worst = std::max(worst, disagreement(output_named(trained, "loss/step" + std::to_string(s)), loss.detach()));
+    }
+    std::cout << fmt::format("  model/mlp/train       loss/step0-3 {:.3g}\n", worst);
+  }
+
   // Three alternating rounds per case (mpscheck, loop, mpscheck, ...): drift hits both alike.
   constexpr int kRounds = 3;
-  std::cout << "(a) reported reference median vs a hand-written loop (goal: within +-3%; medians of " << kRounds
+  std::cout << "\n(a) reported reference median vs a hand-written loop (goal: within +-3%; medians of " << kRounds
             << " alternating rounds)\n";
   std::cout << fmt::format("  {:<44} {:>12} {:>12} {:>8}\n", "case", "mpscheck", "hand loop", "ratio");
-  auto median = [](const std::vector<double>& v) { return summarize_times(v).median_s; };
   for (const auto& p : pairs) {
     const RegisteredWorkload* w = registry.find(p.id);
     if (!w) {
@@ -104,53 +256,143 @@ int main() {
       std::cout << "  " << p.id << ": not timed\n";
       continue;
     }
-    std::cout << fmt::format("  {:<44} {:>9.2f} us {:>9.2f} us {:>8.3f}\n", p.id, median(tool) * 1e6,
-                             median(hand) * 1e6, median(tool) / median(hand));
+    std::cout << fmt::format("  {:<44} {:>9.2f} us {:>9.2f} us {:>8.3f}\n", p.id, median_of(tool) * 1e6,
+                             median_of(hand) * 1e6, median_of(tool) / median_of(hand));
   }
 
-  // (b) Overhead: the host's wall time per case vs the time spent computing inside the worker.
+  // (b) Host cost. A run without timing (--min-time 0) spends, per case, everything but the timed
+  // loops: creating both sides, the reference run, the determinism re-run of the reference, the
+  // target run, the comparison, a float64 gold run when one is needed, the worker protocol and the
+  // report. Its wall time less one reference iteration and one target iteration (the medians of a
+  // timed run of the same cases) is the host cost; divided by those two iterations it says how
+  // much a verdict costs beyond the compute it checks. The compute is not padded by --min-time.
   const std::string dir = (std::filesystem::temp_directory_path() / "mpscheck-bench").string();
+  std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
-  const std::string cmd = fmt::format(
-      "cd '{}' && '{}' --filter 'model/(mlp|mnist_cnn)/|op/(linalg/linear|conv/conv2d|softmax/softmax)/f32/contiguous' "
-      "--target cpu --quick --min-time 0.2 --json bench.json > /dev/null 2>&1",
-      dir, MPSCHECK_BINARY);
-  const int rc = std::system(cmd.c_str());
-  std::cout << "\n(b) per-case overhead of the worker protocol and the comparison (goal: < 5% for model cases)\n";
+  const std::string b_filter =
+      "--filter 'model/(mlp|mnist_cnn)/|op/(linalg/linear|conv/conv2d|softmax/softmax)/f32/contiguous/forward'";
+  std::cout << "\n(b) host cost per case (everything but the timed loops) vs its compute (one reference + one target iteration)\n";
+  const double untimed_s = run_mpscheck(dir, b_filter + " --target cpu --jobs 1 --min-time 0 --json untimed.json");
+  const double timed_s = run_mpscheck(dir, b_filter + " --target cpu --jobs 1 --min-time 0.2 --json timed.json");
   try {
-    const RunReport report = read_json_report(dir + "/bench.json");
-    std::cout << fmt::format("  {:<44} {:>9} {:>9} {:>9} {:>9}\n", "case", "wall s", "worker s", "compare s", "overhead");
-    std::vector<double> model_overheads;
-    for (size_t i = 0; i < report.cases.size(); ++i) {
-      const auto& c = report.cases[i];
+    if (untimed_s < 0 || timed_s < 0) throw std::runtime_error("an mpscheck run failed");
+    const RunReport untimed = read_json_report(dir + "/untimed.json");
+    const RunReport timed = read_json_report(dir + "/timed.json");
+    std::map<std::string, const CaseResult*> timed_by_id;
+    for (const auto& c : timed.cases) timed_by_id[c.id] = &c;
+    std::cout << fmt::format("  {:<44} {:>9} {:>10} {:>9} {:>9} {:>8}\n", "case", "wall s", "compute s", "host s",
+                             "compare s", "host/compute");
+    std::vector<double> model_ratios;
+    for (size_t i = 0; i < untimed.cases.size(); ++i) {
+      const auto& c = untimed.cases[i];
+      auto t = timed_by_id.find(c.id);
+      if (t == timed_by_id.end() || !t->second->reference_time || !t->second->target_time) {
+        std::cout << fmt::format("  {:<44} not timed ({})\n", c.id, to_string(c.status));
+        continue;
+      }
+      const double compute = t->second->reference_time->median_s + t->second->target_time->median_s;
+      double wall = c.wall_s;
       // The first case also pays for starting the worker (process, LibTorch, plugins): once per
       // run and after a crash, not per case, so it is shown apart.
-      double host = c.wall_s - c.worker_s;
       if (i == 0) {
-        std::cout << fmt::format("  worker start-up (once per run, paid by the first case): {:.3f} s\n", host);
-        host = 0;
+        std::cout << fmt::format("  worker start-up (once per run, paid by the first case): {:.3f} s\n",
+                                 c.wall_s - c.worker_s);
+        wall = c.worker_s;
       }
-      const double overhead = (host + c.compare_s) / c.wall_s;
-      if (c.kind == "model") model_overheads.push_back(overhead);
-      std::cout << fmt::format("  {:<44} {:>9.3f} {:>9.3f} {:>9.4f} {:>8.2f}%{}\n", c.id, c.wall_s, c.worker_s, c.compare_s,
-                               100 * overhead, i == 0 ? " (start-up left out)" : "");
+      const double host = wall - compute;
+      if (c.kind == "model") model_ratios.push_back(host / compute);
+      std::cout << fmt::format("  {:<44} {:>9.4f} {:>10.5f} {:>9.4f} {:>9.4f} {:>8.2f}{}\n", c.id, wall, compute, host,
+                               c.compare_s, host / compute, i == 0 ? "  (start-up left out)" : "");
     }
-    if (!model_overheads.empty())
-      std::cout << fmt::format("  model cases: median overhead {:.2f}%, worst {:.2f}%\n", 100 * median(model_overheads),
-                               100 * *std::max_element(model_overheads.begin(), model_overheads.end()));
+    if (!model_ratios.empty())
+      std::cout << fmt::format("  model cases: median host/compute {:.2f}, worst {:.2f}\n", median_of(model_ratios),
+                               *std::max_element(model_ratios.begin(), model_ratios.end()));
   } catch (const std::exception& e) {
-    std::cout << "  the run failed (exit " << rc << "): " << e.what() << '\n';
+    std::cout << "  failed: " << e.what() << '\n';
   }
 
-  // (c) Comparison throughput vs a memory copy of the same data.
-  const int64_t n = 16 << 20;  // 64 MiB of float32 per tensor
-  const at::Tensor a = at::randn({n}, g), b = a + 1e-7;
-  at::Tensor dst = at::empty_like(a);
-  const double bytes = 2.0 * n * sizeof(float);
-  const double copy_s = hand_median([&] { dst.copy_(a); }, 1.0);
-  const double cmp_s = hand_median([&] { compare_tensors("out", a, b, Tolerance{1.3e-6, 1e-5}); }, 2.0);
-  std::cout << "\n(c) comparison throughput (two 64 MiB float32 tensors)\n";
-  std::cout << fmt::format("  compare_tensors {:8.2f} GB/s\n  memory copy     {:8.2f} GB/s\n  ratio           {:8.3f}\n",
-                           bytes / cmp_s / 1e9, bytes / copy_s / 1e9, copy_s / cmp_s);
+  // (c) compare_tensors' throughput against memcpy. Both move the same bytes through memory:
+  // memcpy reads and writes B bytes, the comparison reads the two tensors' B bytes. The target
+  // differs from the reference inside the tolerance everywhere (the common case), so every element
+  // is looked at; bytes per second count both tensors. Both run on one thread and are timed in
+  // that thread's CPU time: on a shared machine the time the scheduler gives to other processes
+  // would otherwise land on whichever side it happened to interrupt.
+  std::cout << "\n(c) compare_tensors throughput vs memcpy (one thread each, thread CPU time; 16M elements per tensor)\n";
+  std::cout << fmt::format("  {:<26} {:>10} {:>10} {:>8}\n", "reference vs target", "compare", "memcpy", "ratio");
+  const int64_t n = 16 << 20;
+  const at::Tensor base = at::randn({n}, g);
+  const at::Tensor near = base * (1 + 1e-7 * at::randn({n}, g));
+  struct Kind {
+    const char* name;
+    c10::ScalarType reference, target;
+    Tolerance tol;
+  };
+  const Kind kinds[] = {{"float32 vs float32", at::kFloat, at::kFloat, Tolerance{1.3e-6, 1e-5}},
+                        {"float16 vs float16", at::kHalf, at::kHalf, Tolerance{1e-3, 1e-5}},
+                        {"bfloat16 vs bfloat16", at::kBFloat16, at::kBFloat16, Tolerance{1.6e-2, 1e-5}},
+                        {"float32 vs float16", at::kFloat, at::kHalf, Tolerance{1e-3, 1e-5}},
+                        {"float32 vs bfloat16", at::kFloat, at::kBFloat16, Tolerance{1.6e-2, 1e-5}}};
+  for (const auto& k : kinds) {
+    const at::Tensor r = base.to(k.reference), t = near.to(k.target);
+    const double bytes = static_cast<double>(r.nbytes() + t.nbytes());
+    std::vector<char> src(static_cast<size_t>(bytes / 2)), dst(src.size());
+    std::memset(src.data(), 1, src.size());
+    std::memset(dst.data(), 2, dst.size());
+    // Alternate the two, three rounds, so a busy neighbour slows both alike.
+    std::vector<double> cmp_gbs, copy_gbs;
+    bool ok = true;
+    for (int round = 0; round < 3; ++round) {
+      const double c = cpu_median([&] { ok &= compare_tensors("out", r, t, k.tol, k.target).ok; }, 1.0);
+      const double m = cpu_median([&] { std::memcpy(dst.data(), src.data(), src.size()); }, 0.5);
+      cmp_gbs.push_back(bytes / c / 1e9);
+      copy_gbs.push_back(2 * src.size() / m / 1e9);
+    }
+    const double cm = median_of(cmp_gbs), mm = median_of(copy_gbs);
+    std::cout << fmt::format("  {:<26} {:>6.2f} GB/s {:>5.2f} GB/s {:>8.3f}{}\n", k.name, cm, mm, cm / mm,
+                             ok ? "" : "  (the comparison failed: these inputs are not the common case)");
+  }
+
+  // (d) Verdicts per second: the op cases of a few families, --quick, untimed, with one worker and
+  // with two (the default on this machine's two cores).
+  const std::string d_filter = "--ops --quick --min-time 0 --target cpu --filter '^op/(activation|reduction|linalg)/'";
+  std::cout << "\n(d) verdict throughput (" << d_filter << ")\n";
+  std::map<int, double> cases_per_s;
+  for (int jobs : {1, 2}) {
+    const std::string json = fmt::format("jobs{}.json", jobs);
+    const double s = run_mpscheck(dir, fmt::format("{} --jobs {} --json {}", d_filter, jobs, json));
+    try {
+      if (s < 0) throw std::runtime_error("the mpscheck run failed");
+      const RunReport rep = read_json_report(dir + "/" + json);
+      cases_per_s[jobs] = rep.cases.size() / s;
+      std::cout << fmt::format("  --jobs {}: {} cases in {:.1f} s, {:.1f} cases/s (whole process, start-up included)\n",
+                               jobs, rep.cases.size(), s, cases_per_s[jobs]);
+    } catch (const std::exception& e) {
+      std::cout << "  --jobs " << jobs << ": failed: " << e.what() << '\n';
+    }
+  }
+  if (cases_per_s.count(1) && cases_per_s.count(2))
+    std::cout << fmt::format("  ratio --jobs 2 / --jobs 1: {:.2f}\n", cases_per_s[2] / cases_per_s[1]);
+
+  // (e) The reference cache: the same run twice with --reference-cache on a fresh directory; the
+  // second computes only the target side. A run without the cache, just before, is the baseline
+  // both are set against.
+  std::cout << "\n(e) reference cache: a run without it, a first run (fills it), a second run (uses it), " << d_filter
+            << " --jobs 1\n";
+  const std::string cache = dir + "/reference-cache";
+  std::filesystem::remove_all(cache);
+  const std::string e_args = fmt::format("{} --jobs 1 --reference-cache '{}'", d_filter, cache);
+  const double plain = run_mpscheck(dir, d_filter + " --jobs 1 --json nocache.json");
+  const double first = run_mpscheck(dir, e_args + " --json cache1.json");
+  const double second = run_mpscheck(dir, e_args + " --json cache2.json");
+  try {
+    if (plain < 0 || first < 0 || second < 0) throw std::runtime_error("an mpscheck run failed");
+    const RunReport rep = read_json_report(dir + "/cache2.json");
+    const auto cached = std::count_if(rep.cases.begin(), rep.cases.end(), [](const CaseResult& c) { return c.reference_cached; });
+    std::cout << fmt::format("  without {:.1f} s, first {:.1f} s, second {:.1f} s ({} of {} cases from the cache)\n", plain,
+                             first, second, cached, rep.cases.size());
+    std::cout << fmt::format("  speed-up first/second {:.2f}x, without/second {:.2f}x\n", first / second, plain / second);
+  } catch (const std::exception& e) {
+    std::cout << "  failed: " << e.what() << '\n';
+  }
   return 0;
 }

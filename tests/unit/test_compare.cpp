@@ -5,8 +5,13 @@
 
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+
+#include <bit>
 #include <cmath>
+#include <cstdint>
 #include <limits>
+#include <random>
 
 using namespace mpscheck;
 
@@ -316,4 +321,328 @@ TEST(CaseResultJson, InvalidBytesAnywhereNeverMakeTheWriterThrow) {
   const CaseResult back = nlohmann::json::parse(text).get<CaseResult>();
   EXPECT_EQ(back.id, "op/x/\xEF\xBF\xBD");
   EXPECT_EQ(back.warnings.size(), 1u);
+}
+
+// ---- The fast pass against a plain reading of the contract ----
+//
+// compare_tensors passes over float32/float16/bfloat16 (and float64) pairs block by block with
+// vectorised predicates and leaves only the blocks that could change a figure to the scalar pass.
+// Whatever it skips, the report must be the one a plain element-by-element reading of the contract
+// gives. plain_compare is that reading, written here from compare.hpp's comment without the
+// library's code: every element in double, in order.
+namespace {
+
+OutputReport plain_compare(const at::Tensor& reference, const at::Tensor& target, const Tolerance& tol) {
+  OutputReport o;
+  o.name = "out";
+  o.shape.assign(reference.sizes().begin(), reference.sizes().end());
+  o.numel = reference.numel();
+  const at::Tensor rd = reference.to(at::kDouble).contiguous().reshape({-1});
+  const at::Tensor td = target.to(at::kDouble).contiguous().reshape({-1});
+  const double* r = rd.data_ptr<double>();
+  const double* t = td.data_ptr<double>();
+  double largest = -1;  // the largest |t - r| over the elements, 0 for a non-finite one
+  std::int64_t worst = 0;
+  for (std::int64_t i = 0; i < o.numel; ++i) {
+    bool bad = false;
+    double diff = 0;
+    if (std::isfinite(r[i]) && std::isfinite(t[i])) {
+      diff = std::abs(t[i] - r[i]);
+      const double mag = std::abs(r[i]);
+      bad = diff > tol.atol + tol.rtol * mag;
+      if (mag > tol.atol && diff / mag > o.max_rel) o.max_rel = diff / mag;
+    } else {
+      o.nan_reference += std::isnan(r[i]);
+      o.nan_target += std::isnan(t[i]);
+      o.inf_reference += std::isinf(r[i]);
+      o.inf_target += std::isinf(t[i]);
+      const bool both_nan = std::isnan(r[i]) && std::isnan(t[i]);
+      const bool same_inf = std::isinf(r[i]) && r[i] == t[i];
+      bad = !(both_nan || same_inf);
+    }
+    if (bad) {
+      ++o.mismatches;
+      if (o.first_mismatch < 0) o.first_mismatch = i;
+    }
+    if (diff > largest) largest = diff, worst = i;
+  }
+  o.max_abs = std::max(largest, 0.0);
+  o.ok = o.mismatches == 0;
+  const std::int64_t f = o.first_mismatch;
+  const bool nonfinite_first = f >= 0 && !(std::isfinite(r[f]) && std::isfinite(t[f]));
+  const std::int64_t shown = nonfinite_first ? f : worst;
+  o.reference_value = r[shown];
+  o.target_value = t[shown];
+  // Bit-identical outputs of one dtype report the reference's first value on both sides.
+  const bool identical = reference.scalar_type() == target.scalar_type() && o.ok && o.nan_reference == 0 &&
+                         o.nan_target == 0 && o.max_abs == 0;
+  if (identical) o.target_value = o.reference_value = r[0];
+  if (!identical && o.mismatches > 0 && shown != worst) o.note = "first bad element at " + index_string(shown, o.shape);
+  return o;
+}
+
+bool same_double(double a, double b) {
+  return (std::isnan(a) && std::isnan(b)) || std::bit_cast<std::uint64_t>(a) == std::bit_cast<std::uint64_t>(b);
+}
+
+void expect_same_report(const OutputReport& want, const OutputReport& got, const std::string& what) {
+  SCOPED_TRACE(what);
+  EXPECT_EQ(got.numel, want.numel);
+  EXPECT_EQ(got.ok, want.ok);
+  EXPECT_EQ(got.mismatches, want.mismatches);
+  EXPECT_EQ(got.first_mismatch, want.first_mismatch);
+  EXPECT_EQ(got.nan_reference, want.nan_reference);
+  EXPECT_EQ(got.nan_target, want.nan_target);
+  EXPECT_EQ(got.inf_reference, want.inf_reference);
+  EXPECT_EQ(got.inf_target, want.inf_target);
+  EXPECT_TRUE(same_double(got.max_abs, want.max_abs)) << got.max_abs << " vs " << want.max_abs;
+  EXPECT_TRUE(same_double(got.max_rel, want.max_rel)) << got.max_rel << " vs " << want.max_rel;
+  EXPECT_TRUE(same_double(got.reference_value, want.reference_value)) << got.reference_value << " vs " << want.reference_value;
+  EXPECT_TRUE(same_double(got.target_value, want.target_value)) << got.target_value << " vs " << want.target_value;
+  EXPECT_EQ(got.note, want.note);
+  EXPECT_EQ(got.rule, "");
+}
+
+// Random pairs of one kind of trouble or another. `trouble` is the share of elements that are
+// special (non-finite, subnormal, signed zeros, gross errors, errors on the tolerance's edge);
+// the rest differ by less than the tolerance, so that whole blocks are quiet and the fast
+// predicates, not the scalar pass, decide them.
+std::pair<at::Tensor, at::Tensor> random_pair(std::int64_t n, c10::ScalarType rdt, c10::ScalarType tdt,
+                                              const Tolerance& tol, double trouble, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<double> normal;
+  std::uniform_real_distribution<double> unit;
+  const double inf = std::numeric_limits<double>::infinity(), nan = std::nan("");
+  const double tiny = rdt == at::kHalf ? 3e-6 : rdt == at::kDouble ? 1e-310 : 1e-40;  // subnormal in rdt
+  at::Tensor r = at::empty({n}, at::kDouble), t = at::empty({n}, at::kDouble);
+  auto ra = r.accessor<double, 1>();
+  for (std::int64_t i = 0; i < n; ++i) ra[i] = normal(rng) * std::pow(10.0, std::floor(unit(rng) * 7) - 3);  // 1e-3..1e3
+  // Representable in both dtypes, so that the target's error is the one planted below.
+  r = r.to(rdt).to(tdt).to(at::kDouble);
+  ra = r.accessor<double, 1>();
+  auto ta = t.accessor<double, 1>();
+  for (std::int64_t i = 0; i < n; ++i) {
+    double rv = ra[i];
+    const double allowed = tol.atol + tol.rtol * std::abs(rv);
+    double tv = rv + (unit(rng) - 0.5) * allowed;  // inside the tolerance
+    if (unit(rng) < trouble) {
+      switch (static_cast<int>(unit(rng) * 12)) {
+        case 0: tv = nan; break;
+        case 1: rv = nan; break;
+        case 2: rv = tv = nan; break;
+        case 3: rv = tv = (unit(rng) < 0.5 ? inf : -inf); break;
+        case 4: tv = (unit(rng) < 0.5 ? inf : -inf); break;
+        case 5: rv = inf, tv = -inf; break;
+        case 6: rv = tiny * (1 + std::floor(unit(rng) * 4)), tv = (unit(rng) < 0.5 ? rv : -rv); break;
+        case 7: rv = 0.0, tv = -0.0; break;
+        case 8: rv = -0.0, tv = unit(rng) < 0.5 ? 0.0 : tiny; break;
+        case 9: tv = rv * 2 + 1; break;                                            // grossly wrong
+        case 10: tv = rv + allowed * (unit(rng) < 0.5 ? 1.0 : 1.0000001); break;  // on the edge
+        default: tv = rv; break;
+      }
+    }
+    ra[i] = rv, ta[i] = tv;
+  }
+  return {r.to(rdt), t.to(tdt)};
+}
+
+struct DtypePair {
+  c10::ScalarType reference, target;
+};
+const DtypePair kFastPairs[] = {{at::kFloat, at::kFloat},   {at::kHalf, at::kHalf},  {at::kBFloat16, at::kBFloat16},
+                                {at::kFloat, at::kHalf},    {at::kFloat, at::kBFloat16}, {at::kDouble, at::kDouble}};
+// Lengths around the vector widths (4, 8, 16 lanes) and the 1024-element block.
+const std::int64_t kLengths[] = {1, 3, 7, 17, 1023, 1024, 1025, 3 * 1024 + 517};
+
+}  // namespace
+
+TEST(CompareFastPass, MatchesThePlainReadingOnRandomInputs) {
+  const Tolerance tols[] = {kTol, Tolerance{1.6e-2, 1e-5}, Tolerance{0, 0}, Tolerance{.rtol = 1e-3, .atol = 0},
+                            Tolerance{.rtol = 0, .atol = 1e-3}};
+  std::uint64_t seed = 1;
+  for (const auto& p : kFastPairs)
+    for (const std::int64_t n : kLengths)
+      for (const double trouble : {0.0, 1e-4, 3e-3, 0.3})
+        for (const auto& tol : tols) {
+          const auto [r, t] = random_pair(n, p.reference, p.target, tol, trouble, seed++);
+          expect_same_report(plain_compare(r, t, tol), compare_tensors("out", r, t, tol, p.target),
+                             fmt::format("{} vs {}, n {}, trouble {}, tol {}/{}, seed {}", c10::toString(p.reference),
+                                         c10::toString(p.target), n, trouble, tol.atol, tol.rtol, seed - 1));
+        }
+}
+
+// One wrong element in otherwise good data, at the first position and at the last (the tail past
+// the last whole vector and the last whole block), barely outside the tolerance and far outside.
+TEST(CompareFastPass, FindsASingleWrongElementAtTheHeadAndInTheTail) {
+  for (const auto& p : kFastPairs)
+    for (const std::int64_t n : {std::int64_t{1}, std::int64_t{13}, std::int64_t{1024}, std::int64_t{3 * 1024 + 5}})
+      for (const bool last : {false, true})
+        for (const double factor : {1.0001, 1000.0}) {
+          auto [r, t] = random_pair(n, p.reference, p.target, kTol, 0.0, static_cast<std::uint64_t>(n));
+          const std::int64_t at = last ? n - 1 : 0;
+          // Out by a margin that survives rounding to the target's dtype (its spacing at 10).
+          const double rv = 10.0;
+          const double margin = p.target == at::kBFloat16 ? 0.0625
+                                : p.target == at::kHalf   ? 0.0079
+                                : p.target == at::kFloat  ? 2e-6
+                                                          : 1e-12;
+          r[at] = rv;
+          t[at] = rv + factor * (kTol.atol + kTol.rtol * rv) + margin;
+          const std::string what = fmt::format("{} vs {}, n {}, at {}, factor {}", c10::toString(p.reference),
+                                               c10::toString(p.target), n, at, factor);
+          const OutputReport got = compare_tensors("out", r, t, kTol, p.target);
+          EXPECT_EQ(got.mismatches, 1) << what;
+          EXPECT_EQ(got.first_mismatch, at) << what;
+          EXPECT_FALSE(got.ok) << what;
+          expect_same_report(plain_compare(r, t, kTol), got, what);
+          // And a NaN planted in the same place.
+          t[at] = std::nan("");
+          const OutputReport nan = compare_tensors("out", r, t, kTol, p.target);
+          EXPECT_EQ(nan.nan_target, 1) << what;
+          EXPECT_EQ(nan.first_mismatch, at) << what;
+          expect_same_report(plain_compare(r, t, kTol), nan, what + ", NaN");
+        }
+}
+
+// The largest error and the largest relative error where only the last element has them: the
+// worst element's index and values must come from the tail.
+TEST(CompareFastPass, TheWorstElementInTheTailIsReported) {
+  for (const auto& p : kFastPairs) {
+    const std::int64_t n = 2 * 1024 + 11;
+    at::Tensor r = at::full({n}, 3.0, at::kDouble).to(p.reference), t = r.to(p.target).clone();
+    t[n - 1] = 3.0 + 1.0 / 64;  // exact in every dtype here, within a loose tolerance
+    const Tolerance loose{0.1, 0};
+    const OutputReport got = compare_tensors("out", r, t, loose, p.target);
+    EXPECT_TRUE(got.ok);
+    EXPECT_EQ(got.max_abs, 1.0 / 64) << c10::toString(p.target);
+    EXPECT_EQ(got.target_value, 3.0 + 1.0 / 64) << c10::toString(p.target);
+    expect_same_report(plain_compare(r, t, loose), got, c10::toString(p.target));
+  }
+}
+
+// Equal errors everywhere (every element ties with the largest error so far) and errors growing
+// along the output (every element a new largest): the predicates must neither miss a new largest
+// error nor mistake a tie for one.
+TEST(CompareFastPass, TiesAndGrowingErrorsKeepTheFirstWorstIndex) {
+  for (const auto& p : kFastPairs) {
+    const std::int64_t n = 5 * 1024 + 3;
+    const at::Tensor r = at::linspace(1, 2, n, at::kDouble).to(p.reference);
+    const double step = p.target == at::kBFloat16 ? 1.0 / 64 : p.target == at::kHalf ? 1.0 / 512 : 1.0 / 4096;
+    const at::Tensor tied = (r.to(at::kDouble) + step).to(p.target);
+    const at::Tensor growing = (r.to(at::kDouble) * (1 + at::linspace(0, 1e-2, n, at::kDouble))).to(p.target);
+    for (const auto& tol : {kTol, Tolerance{0.1, 0.1}}) {
+      expect_same_report(plain_compare(r, tied, tol), compare_tensors("out", r, tied, tol, p.target),
+                         std::string("tied ") + c10::toString(p.target));
+      expect_same_report(plain_compare(r, growing, tol), compare_tensors("out", r, growing, tol, p.target),
+                         std::string("growing ") + c10::toString(p.target));
+    }
+  }
+}
+
+// Every float16 and bfloat16 bit pattern (signed zeros, subnormals, infinities, NaNs) read by the
+// fast pass as LibTorch reads it: each pattern against its neighbour.
+TEST(CompareFastPass, EveryHalfAndBfloat16BitPatternIsWidenedExactly) {
+  const at::Tensor bits = at::arange(-32768, 32768, at::kInt).to(at::kShort);
+  for (const auto dtype : {at::kHalf, at::kBFloat16}) {
+    const at::Tensor all = bits.view(dtype);
+    const at::Tensor next = all.roll(1);
+    for (const auto& tol : {Tolerance{0, 0}, Tolerance{1e-3, 1e-2}}) {
+      expect_same_report(plain_compare(all, next, tol), compare_tensors("out", all, next, tol),
+                         std::string("neighbours ") + c10::toString(dtype));
+      expect_same_report(plain_compare(all, all.clone(), tol), compare_tensors("out", all, all.clone(), tol),
+                         std::string("itself ") + c10::toString(dtype));
+      const at::Tensor as_float = all.to(at::kFloat);
+      expect_same_report(plain_compare(as_float, next, tol), compare_tensors("out", as_float, next, tol, dtype),
+                         std::string("float32 vs ") + c10::toString(dtype));
+    }
+  }
+}
+
+// Strided inputs are copied to contiguous memory first; the figures are those of the copies.
+TEST(CompareFastPass, NonContiguousInputsMatchTheirContiguousCopies) {
+  for (const auto& p : kFastPairs) {
+    auto [r, t] = random_pair(64 * 48, p.reference, p.target, kTol, 1e-2, 7);
+    const at::Tensor rs = r.reshape({64, 48}).t(), ts = t.reshape({64, 48}).t();  // transposed views
+    ASSERT_FALSE(rs.is_contiguous());
+    expect_same_report(plain_compare(rs, ts, kTol), compare_tensors("out", rs, ts, kTol, p.target),
+                       std::string("transposed ") + c10::toString(p.target));
+    const at::Tensor every_other_r = r.slice(0, 1, r.numel(), 2), every_other_t = t.slice(0, 1, t.numel(), 2);
+    expect_same_report(plain_compare(every_other_r, every_other_t, kTol),
+                       compare_tensors("out", every_other_r, every_other_t, kTol, p.target),
+                       std::string("strided ") + c10::toString(p.target));
+  }
+}
+
+// A thread that flushes subnormals to zero skips the float32 predicate and widens float16 without
+// F16C: every float16 bit pattern, random float16 pairs and a wrong element in the tail are still
+// read as always (none of these values is a float32 or float64 subnormal, so the mode changes
+// nothing in the plain reading either).
+TEST(CompareFastPass, FlushToZeroModeChangesNothingAwayFromSubnormals) {
+  if (!at::globalContext().setFlushDenormal(true)) GTEST_SKIP() << "this CPU cannot flush subnormals";
+  std::vector<std::pair<OutputReport, OutputReport>> runs;  // (plain, fast), judged after the mode is restored
+  std::vector<std::string> names;
+  auto run = [&](const at::Tensor& r, const at::Tensor& t, const Tolerance& tol, c10::ScalarType reduced,
+                 const std::string& what) {
+    runs.emplace_back(plain_compare(r, t, tol), compare_tensors("out", r, t, tol, reduced));
+    names.push_back(what);
+  };
+  const std::int64_t n = 4 * 1024 + 9;
+  const at::Tensor line = at::linspace(1, 2, n);
+  at::Tensor wrong = line.clone();
+  wrong[n - 1] = 5.0;
+  run(line, wrong, kTol, c10::ScalarType::Undefined, "float32, wrong in the tail");
+  const at::Tensor all = at::arange(-32768, 32768, at::kInt).to(at::kShort).view(at::kHalf);
+  run(all, all.roll(1), Tolerance{1e-3, 1e-2}, c10::ScalarType::Undefined, "every float16 pattern");
+  for (const DtypePair p : {DtypePair{at::kHalf, at::kHalf}, DtypePair{at::kFloat, at::kHalf}}) {
+    auto [r, t] = random_pair(n, p.reference, p.target, kTol, 0.0, 11);
+    t[n - 1] = 100.0;
+    run(r, t, kTol, p.target, std::string("random, wrong in the tail, ") + c10::toString(p.reference));
+  }
+  at::globalContext().setFlushDenormal(false);
+  for (size_t i = 0; i < runs.size(); ++i) expect_same_report(runs[i].first, runs[i].second, names[i]);
+  EXPECT_EQ(runs[0].second.first_mismatch, n - 1);
+  EXPECT_EQ(runs[2].second.first_mismatch, n - 1);
+}
+
+// Where float32 arithmetic alone would misjudge an element, the float32 predicate must leave it
+// to the exact pass. Each pair plants, in the second block, an element whose float32 figures
+// round onto the safe-looking side of a threshold while its exact figures are past it.
+TEST(CompareFastPass, Float32RoundingNeverHidesAnElement) {
+  const std::int64_t n = 2048, at = 1500;  // block 0 sets the thresholds, block 1 holds the element
+  auto check = [&](c10::ScalarType dtype, double r0, double t0, double r1, double t1, const Tolerance& tol,
+                   const std::string& what) {
+    at::Tensor r = at::zeros({n}, at::kDouble), t = at::zeros({n}, at::kDouble);
+    r[0] = r0, t[0] = t0, r[at] = r1, t[at] = t1;
+    r = r.to(dtype), t = t.to(dtype);
+    ASSERT_EQ(r[at].item<double>(), r1) << what << ": not representable";
+    ASSERT_EQ(t[at].item<double>(), t1) << what << ": not representable";
+    expect_same_report(plain_compare(r, t, tol), compare_tensors("out", r, t, tol), what);
+  };
+  // A new largest error whose float32 difference rounds down onto the old one: 2^30 + 63 reads as
+  // 2^30 in float32, a tie; only an exact difference shows it is larger.
+  check(at::kBFloat16, 0, std::ldexp(1, 30), -63, std::ldexp(1, 30), Tolerance{.rtol = 0, .atol = std::ldexp(1, 31)}, "bfloat16 tie");
+  check(at::kHalf, 0, 32768, -std::ldexp(1, -9), 32768, Tolerance{.rtol = 0, .atol = 65536}, "float16 tie");
+  // The same without quantized inputs: 1 + 2^-29 reads as 1 in float32, below the largest error
+  // so far, 1 + 2^-30, once that is rounded to float32.
+  check(at::kFloat, std::ldexp(127, -30), 1 + std::ldexp(1, -23), -std::ldexp(1, -29), 1, Tolerance{.rtol = 0, .atol = 4},
+        "float32 margin");
+  // A tolerance that underflows: rtol |r| is 0.99 of the smallest subnormal, which float32 rounds
+  // up to the subnormal itself, and a difference of one subnormal is outside it. Element 0 sets
+  // a large relative error so that the relative test does not already flag the element.
+  check(at::kFloat, std::ldexp(1, -130), 1, std::ldexp(3, -149), std::ldexp(4, -149), Tolerance{.rtol = 0.33, .atol = 0},
+        "underflowing tolerance");
+}
+
+// Outputs equal element by element (the target's first element a -0.0 where the reference has
+// 0.0) are reported as bit-identical outputs always were: the reference's first value on both sides.
+TEST(CompareFastPass, EqualOutputsReportTheReferencesFirstValueOnBothSides) {
+  for (const auto& p : kFastPairs) {
+    if (p.reference != p.target) continue;
+    at::Tensor r = at::arange(3000, at::kDouble).to(p.reference), t = r.clone();
+    t[0] = -0.0;
+    const OutputReport got = compare_tensors("out", r, t, kTol);
+    EXPECT_TRUE(got.ok);
+    EXPECT_FALSE(std::signbit(got.target_value)) << c10::toString(p.reference);
+    expect_same_report(plain_compare(r, t, kTol), got, c10::toString(p.reference));
+  }
 }
