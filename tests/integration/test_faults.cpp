@@ -72,9 +72,9 @@ TEST_F(FaultRun, NumericFaults) {
   EXPECT_EQ(at("op/faults/nan")["status"], "nan");
   const auto& wrong = at("op/faults/wrong");
   EXPECT_EQ(wrong["status"], "mismatch");
-  EXPECT_EQ(wrong["outputs"][0]["mismatches"], 1);
-  EXPECT_EQ(wrong["outputs"][0]["first_mismatch"], 7);
-  EXPECT_NEAR(wrong["outputs"][0]["max_abs"].get<double>(), 1e-3, 1e-6);
+  EXPECT_EQ(wrong.at("outputs").at(0).at("mismatches"), 1);
+  EXPECT_EQ(wrong.at("outputs").at(0).at("first_mismatch"), 7);
+  EXPECT_NEAR(wrong.at("outputs").at(0).at("max_abs").get<double>(), 1e-3, 1e-6);
 }
 
 // A catalog op (OpDef, layouts, forward and backward) whose target moves element 5 of its first
@@ -87,13 +87,13 @@ TEST_F(FaultRun, PlantedCatalogOpIsAMismatchOfThePlantedSize) {
       SCOPED_TRACE(id);
       const auto& c = at(id);
       EXPECT_EQ(c["status"], "mismatch") << c["message"];
-      const auto& first = c["outputs"][0];
+      const auto& first = c.at("outputs").at(0);
       EXPECT_EQ(first["name"], std::string(mode) == std::string("forward") ? "out" : "grad/x");
       EXPECT_EQ(first["mismatches"], 1);
       EXPECT_EQ(first["first_mismatch"], 5);
       EXPECT_NEAR(first["max_abs"].get<double>(), 0.25, 1e-5);
       // Only the first output carries the plant: the weight and bias gradients agree exactly.
-      for (size_t i = 1; i < c["outputs"].size(); ++i) EXPECT_EQ(c["outputs"][i]["max_abs"].get<double>(), 0.0);
+      for (size_t i = 1; i < c.at("outputs").size(); ++i) EXPECT_EQ(c.at("outputs").at(i).at("max_abs").get<double>(), 0.0);
       EXPECT_EQ(c["attribution"], "target");
       EXPECT_EQ(c["recommendation"], "blocked");
     }
@@ -136,8 +136,8 @@ TEST_F(FaultRun, OneLocalisedWrongElementIsAMismatchNamingIt) {
     const auto& c = at(id);
     EXPECT_EQ(c["status"], "mismatch") << c["message"];
     EXPECT_EQ(c["attribution"], "target");
-    EXPECT_EQ(c["outputs"][0]["mismatches"], 1);
-    EXPECT_EQ(c["outputs"][0]["first_mismatch"], 3 * 256 + 5);
+    EXPECT_EQ(c.at("outputs").at(0).at("mismatches"), 1);
+    EXPECT_EQ(c.at("outputs").at(0).at("first_mismatch"), 3 * 256 + 5);
     const std::string m = c["message"];
     EXPECT_NE(m.find("1 of out's elements are off by more than float32 and the dtype's rounding allow, first at [3, 5]"),
               std::string::npos) << m;
@@ -147,15 +147,15 @@ TEST_F(FaultRun, OneLocalisedWrongElementIsAMismatchNamingIt) {
 TEST_F(FaultRun, IntegerOutputsAreExactWhateverTheComputeDtype) {
   const auto& c = at("op/faults/index_off_by_one/bf16");
   EXPECT_EQ(c["status"], "mismatch") << c["message"];
-  EXPECT_EQ(c["outputs"][0]["rule"], "exact");
-  EXPECT_EQ(c["outputs"][0]["first_mismatch"], 4095);
+  EXPECT_EQ(c.at("outputs").at(0).at("rule"), "exact");
+  EXPECT_EQ(c.at("outputs").at(0).at("first_mismatch"), 4095);
   EXPECT_EQ(c["attribution"], "target");
 }
 
 TEST_F(FaultRun, OutputDtypeIsPartOfTheResult) {
   const auto& c = at("op/faults/int32_for_int64");
   EXPECT_EQ(c["status"], "mismatch") << c["message"];
-  EXPECT_EQ(c["outputs"][0]["mismatches"], 0);  // equal values: only the dtype is wrong
+  EXPECT_EQ(c.at("outputs").at(0).at("mismatches"), 0);  // equal values: only the dtype is wrong
   EXPECT_NE(c["message"].get<std::string>().find("dtype differs: reference Long vs target Int"), std::string::npos)
       << c["message"];
 }
@@ -163,16 +163,16 @@ TEST_F(FaultRun, OutputDtypeIsPartOfTheResult) {
 TEST_F(FaultRun, ComplexOutputsCompareBothParts) {
   const auto& c = at("op/faults/complex");
   EXPECT_EQ(c["status"], "mismatch") << c["message"];
-  EXPECT_EQ(c["outputs"][0]["first_mismatch"], 9);
-  EXPECT_NEAR(c["outputs"][0]["max_abs"].get<double>(), 0.5, 1e-6);
-  EXPECT_EQ(c["outputs"][0]["rule"], "complex");
+  EXPECT_EQ(c.at("outputs").at(0).at("first_mismatch"), 9);
+  EXPECT_NEAR(c.at("outputs").at(0).at("max_abs").get<double>(), 0.5, 1e-6);
+  EXPECT_EQ(c.at("outputs").at(0).at("rule"), "complex");
 }
 
 TEST_F(FaultRun, ANonFiniteBaselineElementExcusesNothingElsewhere) {
   const auto& c = at("op/faults/nonfinite_baseline");
   EXPECT_EQ(c["status"], "mismatch") << c["message"];
   EXPECT_EQ(c["attribution"], "target");
-  EXPECT_EQ(c["outputs"][0]["first_mismatch"], 7);
+  EXPECT_EQ(c.at("outputs").at(0).at("first_mismatch"), 7);
   EXPECT_NE(c["message"].get<std::string>().find("first at [7]"), std::string::npos) << c["message"];
 }
 
@@ -181,17 +181,17 @@ TEST_F(FaultRun, NondeterminismWidensOnlyTheOutputThatDiffered) {
   const auto& c = at("op/faults/nondeterministic_other_output");
   EXPECT_EQ(c["status"], "mismatch") << c["message"];
   EXPECT_TRUE(c["nondeterministic"].get<bool>());
-  EXPECT_EQ(c["outputs"][0]["name"], "noisy");
-  EXPECT_TRUE(c["outputs"][0]["ok"].get<bool>());
-  EXPECT_EQ(c["outputs"][1]["name"], "out");
-  EXPECT_EQ(c["outputs"][1]["first_mismatch"], 3);
+  EXPECT_EQ(c.at("outputs").at(0).at("name"), "noisy");
+  EXPECT_TRUE(c.at("outputs").at(0).at("ok").get<bool>());
+  EXPECT_EQ(c.at("outputs").at(1).at("name"), "out");
+  EXPECT_EQ(c.at("outputs").at(1).at("first_mismatch"), 3);
 }
 
 TEST_F(FaultRun, BiasedGeneratorFailsByItsStandardError) {
   const auto& biased = at("op/faults/bernoulli_biased");
   EXPECT_EQ(biased["status"], "mismatch") << biased["message"];
-  EXPECT_EQ(biased["outputs"][0]["rule"], "statistics");
-  EXPECT_EQ(biased["outputs"][0]["first_mismatch"], 0);  // the mean: 0.31 against 0.3
+  EXPECT_EQ(biased.at("outputs").at(0).at("rule"), "statistics");
+  EXPECT_EQ(biased.at("outputs").at(0).at("first_mismatch"), 0);  // the mean: 0.31 against 0.3
   EXPECT_NE(biased["message"].get<std::string>().find("standard errors"), std::string::npos) << biased["message"];
   EXPECT_EQ(at("op/faults/bernoulli_fair")["status"], "pass") << at("op/faults/bernoulli_fair")["message"];
 }
@@ -238,7 +238,7 @@ TEST_F(FaultRun, InvalidUtf8AndOverlongMessagesStayValidEverywhere) {
   EXPECT_EQ(m.rfind("planted failure with invalid bytes \xEF\xBF\xBD", 0), 0u) << m;
   EXPECT_EQ(m.substr(m.size() - 3), "\xE2\x80\xA6");  // cut, and says so with an ellipsis
   EXPECT_LT(m.size(), 400u * 3);
-  EXPECT_NE(c["warnings"][0].get<std::string>().find("stray byte \xEF\xBF\xBD"), std::string::npos) << c["warnings"];
+  EXPECT_NE(c.at("warnings").at(0).get<std::string>().find("stray byte \xEF\xBF\xBD"), std::string::npos) << c.at("warnings");
   for (const char* file : {"mpscheck-report/journal.jsonl", "mpscheck-report/report.json", "r.xml", "r.md", "r.html"}) {
     const std::string text = read_text_file(*dir_ + "/" + file);
     EXPECT_TRUE(valid_utf8_bytes(text)) << file;
@@ -279,8 +279,8 @@ TEST(Localisation, TrainingBlowUpNamesItsStepsAndTheLayerWithTheBrokenBackward) 
   EXPECT_EQ(c["status"], "nan") << c["message"];
   const std::string message = c["message"];
   // Step 0's loss comes from the initial weights: it agrees; step 1 is the first to drift.
-  EXPECT_TRUE(c["outputs"][0]["ok"].get<bool>()) << c["outputs"][0];
-  EXPECT_EQ(c["outputs"][0]["name"], "loss/step0");
+  EXPECT_TRUE(c.at("outputs").at(0).at("ok").get<bool>()) << c.at("outputs").at(0);
+  EXPECT_EQ(c.at("outputs").at(0).at("name"), "loss/step0");
   EXPECT_NE(message.find("first left tolerance at loss/step1"), std::string::npos) << message;
   EXPECT_EQ(message.rfind("loss/step", 0), 0u) << message;  // the first non-finite step leads
   // ...and the float64 figures quoted are that step's: an infinite loss has an infinite RMSE.
