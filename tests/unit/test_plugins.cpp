@@ -159,7 +159,8 @@ TEST(Registry, SelectsByKindFilterAndLargeTag) {
   s.filters = {"faults/(h|s)", "-hang"};
   std::vector<std::string> ids;
   for (const auto& w : registry.select(s)) ids.push_back(w.workload->id());
-  EXPECT_EQ(ids, (std::vector<std::string>{"op/faults/healthy", "op/faults/segfault", "op/faults/slow"}));
+  EXPECT_EQ(ids, (std::vector<std::string>{"op/faults/healthy", "op/faults/segfault", "op/faults/slow",
+                                          "op/faults/stalled_reference"}));
   s.ops = false;
   s.models = true;
   EXPECT_TRUE(registry.select(s).empty());
