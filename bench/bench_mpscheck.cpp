@@ -300,7 +300,7 @@ int main() {
         wall = c.worker_s;
       }
       const double host = wall - compute;
-      if (c.kind == "model") model_ratios.push_back(host / compute);
+      if (c.kind == Kind::Model) model_ratios.push_back(host / compute);
       std::cout << fmt::format("  {:<44} {:>9.4f} {:>10.5f} {:>9.4f} {:>9.4f} {:>8.2f}{}\n", c.id, wall, compute, host,
                                c.compare_s, host / compute, i == 0 ? "  (start-up left out)" : "");
     }

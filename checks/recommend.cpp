@@ -6,31 +6,31 @@ namespace mpscheck {
 
 void recommend(CaseResult& r) {
   if (r.status == Status::Skip) {
-    r.recommendation.clear();
+    r.recommendation = Recommendation::None;
     r.reason = "not checked: " + r.message;
     return;
   }
   if (r.status == Status::Fallback) {
-    r.recommendation = "keep on CPU";
+    r.recommendation = Recommendation::KeepOnCpu;
     r.reason = "the target has no kernel for part of it: LibTorch ran that on the CPU, so there is no target result or time";
     return;
   }
   if (is_finding(r.status)) {
-    r.recommendation = "blocked";
+    r.recommendation = Recommendation::Blocked;
     r.reason = fmt::format("the target gives '{}' here; keep this on CPU until it is fixed", to_string(r.status));
     return;
   }
-  if (r.speed_class == "faster") {
-    r.recommendation = "accelerate";
+  if (r.speed_class == SpeedClass::Faster) {
+    r.recommendation = Recommendation::Accelerate;
     r.reason = fmt::format("correct and {:.2f}x faster on the target", r.speedup);
-  } else if (r.speed_class == "slower") {
-    r.recommendation = "keep on CPU";
+  } else if (r.speed_class == SpeedClass::Slower) {
+    r.recommendation = Recommendation::KeepOnCpu;
     r.reason = fmt::format("correct but {:.2f}x slower on the target", r.speedup > 0 ? 1 / r.speedup : 0.0);
   } else if (r.speedup > 0) {
-    r.recommendation = "keep on CPU";
+    r.recommendation = Recommendation::KeepOnCpu;
     r.reason = fmt::format("correct, but no measurable speed-up ({:.2f}x within the spread)", r.speedup);
   } else {
-    r.recommendation = "keep on CPU";
+    r.recommendation = Recommendation::KeepOnCpu;
     r.reason = "correct; not timed (--min-time 0), so no speed-up shown";
   }
 }
@@ -43,9 +43,9 @@ std::string workload_class(const std::string& id) {
 }
 
 std::string ClassSummary::recommendation() const {
-  if (blocked > 0) return "blocked";
-  if (accelerate > 0 && accelerate >= keep_on_cpu) return "accelerate";
-  if (accelerate + keep_on_cpu > 0) return "keep on CPU";
+  if (blocked > 0) return to_string(Recommendation::Blocked);
+  if (accelerate > 0 && accelerate >= keep_on_cpu) return to_string(Recommendation::Accelerate);
+  if (accelerate + keep_on_cpu > 0) return to_string(Recommendation::KeepOnCpu);
   return "not checked";
 }
 
@@ -53,10 +53,12 @@ std::map<std::string, ClassSummary> summarize_classes(const std::vector<CaseResu
   std::map<std::string, ClassSummary> out;
   for (const auto& c : cases) {
     auto& s = out[workload_class(c.id)];
-    if (c.recommendation == "blocked") ++s.blocked;
-    else if (c.recommendation == "accelerate") ++s.accelerate;
-    else if (c.recommendation == "keep on CPU") ++s.keep_on_cpu;
-    else ++s.skipped;
+    switch (c.recommendation) {
+      case Recommendation::Blocked: ++s.blocked; break;
+      case Recommendation::Accelerate: ++s.accelerate; break;
+      case Recommendation::KeepOnCpu: ++s.keep_on_cpu; break;
+      case Recommendation::None: ++s.skipped; break;
+    }
   }
   return out;
 }

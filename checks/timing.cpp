@@ -27,17 +27,17 @@ TimingStats summarize_times(std::vector<double> samples) {
 
 bool host_was_busy(double cpu_s, double wall_s) { return wall_s > 0 && cpu_s < kMinCpuShare * wall_s; }
 
-const char* speed_class(const TimingStats& reference, const TimingStats& target) {
-  if (reference.median_s <= 0 || target.median_s <= 0) return "similar";
+SpeedClass speed_class(const TimingStats& reference, const TimingStats& target) {
+  if (reference.median_s <= 0 || target.median_s <= 0) return SpeedClass::Similar;
   const double speedup = reference.median_s / target.median_s;
   const double gap = (reference.noisy() || target.noisy()) ? 1.10 : 1.0;
   // Two CPU instances of the same case, timed interleaved, differ by up to 9% with tight,
   // disjoint ranges (3,512 float32 op cases here: memory placement, not the device), so a
   // speed-up under 10% is not called one.
   constexpr double kMinEffect = 1.10;
-  if (speedup >= kMinEffect && target.p75_s * gap < reference.p25_s) return "faster";
-  if (speedup <= 1 / kMinEffect && reference.p75_s * gap < target.p25_s) return "slower";
-  return "similar";
+  if (speedup >= kMinEffect && target.p75_s * gap < reference.p25_s) return SpeedClass::Faster;
+  if (speedup <= 1 / kMinEffect && reference.p75_s * gap < target.p25_s) return SpeedClass::Slower;
+  return SpeedClass::Similar;
 }
 
 }  // namespace mpscheck

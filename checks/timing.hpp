@@ -10,9 +10,9 @@ namespace mpscheck {
 // Median and quartiles (linear interpolation) of per-iteration times in seconds.
 TimingStats summarize_times(std::vector<double> samples);
 
-// "faster" / "slower" only when the interquartile ranges separate (with a 10% gap when either
-// side is noisy) and the medians differ by at least 5%; "similar" otherwise.
-const char* speed_class(const TimingStats& reference, const TimingStats& target);
+// Faster / Slower only when the interquartile ranges separate (with a 10% gap when either side is
+// noisy) and the medians differ by at least 10%; Similar otherwise.
+SpeedClass speed_class(const TimingStats& reference, const TimingStats& target);
 
 // The CPU reference is computation: while its blocks are timed, its process should hold at least
 // one core. One that got less than kMinCpuShare of a core (CPU seconds over wall seconds) spent

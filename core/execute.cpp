@@ -96,7 +96,7 @@ void measure(TimedSide& ref, TimedSide& tgt, double budget) {
 struct SpeedRound {
   TimingStats reference, target;
   double speedup = 0;
-  const char* speed_class = "similar";
+  SpeedClass speed_class = SpeedClass::Similar;
   double reference_cpu_s = 0, reference_wall_s = 0;  // over the reference's measured blocks
   bool host_busy() const { return host_was_busy(reference_cpu_s, reference_wall_s); }
 };
@@ -118,7 +118,7 @@ SpeedRound time_round(Instance& ref, Instance& tgt, c10::Device device, double b
 std::string busy_host_note(const SpeedRound& round) {
   return fmt::format("a round measured {:.3g}x ({}), but the CPU reference held {:.0f}% of a core while it was timed: "
                      "the machine was busy with other work, so no claim (time it on a quiet machine)",
-                     round.speedup, round.speed_class, 100 * round.reference_cpu_s / round.reference_wall_s);
+                     round.speedup, to_string(round.speed_class), 100 * round.reference_cpu_s / round.reference_wall_s);
 }
 
 // Times reference against target. A faster/slower claim must survive two more rounds on fresh
@@ -134,10 +134,10 @@ void time_case(const Workload& w, const ExecuteOptions& options, Instance& ref, 
                c10::ScalarType dtype, CaseResult& r) {
   SpeedRound first = time_round(ref, tgt, device, options.min_time_s);
   SpeedRound decided = first;
-  if (std::string(first.speed_class) != "similar" && first.host_busy()) {
-    decided.speed_class = "similar";
+  if (first.speed_class != SpeedClass::Similar && first.host_busy()) {
+    decided.speed_class = SpeedClass::Similar;
     r.speed_note = busy_host_note(first);
-  } else if (std::string(first.speed_class) != "similar") {
+  } else if (first.speed_class != SpeedClass::Similar) {
     std::vector<double> speedups{first.speedup};
     for (const int64_t spacer_bytes : {2112, 1088}) {
       const at::Tensor spacer = at::empty({spacer_bytes}, at::kByte);  // alive while the pair is
@@ -148,21 +148,22 @@ void time_case(const Workload& w, const ExecuteOptions& options, Instance& ref, 
       decided = again;
       speedups.push_back(again.speedup);
       if (again.host_busy()) {
-        decided.speed_class = "similar";
+        decided.speed_class = SpeedClass::Similar;
         r.speed_note = busy_host_note(again);
         break;
       }
-      if (std::string(again.speed_class) != first.speed_class) {
-        decided.speed_class = "similar";
+      if (again.speed_class != first.speed_class) {
+        decided.speed_class = SpeedClass::Similar;
         r.speed_note = fmt::format("a first round measured {:.3g}x ({}), a confirmation round on fresh instances "
                                    "{:.3g}x ({}): no claim",
-                                   first.speedup, first.speed_class, again.speedup, again.speed_class);
+                                   first.speedup, to_string(first.speed_class), again.speedup,
+                                   to_string(again.speed_class));
         break;
       }
     }
-    if (std::string(decided.speed_class) == first.speed_class)
-      r.speed_note = fmt::format("{} in three rounds, the last two on fresh instances: {:.3g}x", first.speed_class,
-                                 fmt::join(speedups, "x, "));
+    if (decided.speed_class == first.speed_class)
+      r.speed_note = fmt::format("{} in three rounds, the last two on fresh instances: {:.3g}x",
+                                 to_string(first.speed_class), fmt::join(speedups, "x, "));
   }
   r.reference_time = decided.reference;
   r.target_time = decided.target;
@@ -190,20 +191,20 @@ TimingStats time_alone(Instance& tgt, c10::Device device, double budget) {
 void time_target_against(const TimingStats& reference, const Workload& w, const ExecuteOptions& options,
                          Instance& tgt, c10::Device device, c10::ScalarType dtype, CaseResult& r) {
   TimingStats target = time_alone(tgt, device, options.min_time_s);
-  std::string cls = speed_class(reference, target);
-  if (cls != "similar") {
+  SpeedClass cls = speed_class(reference, target);
+  if (cls != SpeedClass::Similar) {
     std::unique_ptr<Instance> fresh = w.instantiate(options.setup, Placement{device, dtype, Side::Target});
     const TimingStats again = time_alone(*fresh, device, options.min_time_s);
-    const std::string cls2 = speed_class(reference, again);
+    const SpeedClass cls2 = speed_class(reference, again);
     r.speed_note = cls2 == cls ? fmt::format("{} in two rounds on fresh target instances, against the reused "
                                              "reference time: {:.3g}x, then {:.3g}x",
-                                             cls, reference.median_s / target.median_s,
+                                             to_string(cls), reference.median_s / target.median_s,
                                              reference.median_s / again.median_s)
                                : fmt::format("a first round measured {:.3g}x ({}), a confirmation round on a fresh "
                                              "target instance {:.3g}x ({}): no claim",
-                                             reference.median_s / target.median_s, cls,
-                                             reference.median_s / again.median_s, cls2);
-    if (cls2 != cls) cls = "similar";
+                                             reference.median_s / target.median_s, to_string(cls),
+                                             reference.median_s / again.median_s, to_string(cls2));
+    if (cls2 != cls) cls = SpeedClass::Similar;
     target = again;
   }
   r.reference_time = reference;
@@ -385,7 +386,7 @@ c10::ScalarType target_dtype_for(const Workload& w, const TargetSpec& target) {
 void identify(CaseResult& r, const RegisteredWorkload& rw, const TargetSpec& target) {
   const Workload& w = *rw.workload;
   if (r.id.empty()) r.id = w.id();
-  if (r.kind.empty()) r.kind = w.kind() == Kind::Op ? "op" : "model";
+  r.kind = w.kind();
   if (r.tags.empty()) r.tags = w.tags();
   if (r.plugin.empty() && rw.plugin) r.plugin = rw.plugin->name;
   if (r.target.empty()) r.target = target.str();

@@ -21,8 +21,9 @@ struct ExecuteOptions {
 // case's `error`, with the message.
 CaseResult execute_case(const RegisteredWorkload& w, const ExecuteOptions& options);
 
-// The one place a result gets its identity (id, kind, tags, plugin, target): fills what is empty,
-// for results made in the worker and for those the host makes itself (crash, timeout).
+// The one place a result gets its identity (id, kind, tags, plugin, target): the kind from the
+// workload, the rest where empty, for results made in the worker and for those the host makes
+// itself (crash, timeout).
 void identify(CaseResult& r, const RegisteredWorkload& w, const TargetSpec& target);
 
 // The dtype the target computes in for workload `w` (the case's own reduced dtype, else the

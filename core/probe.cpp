@@ -30,7 +30,7 @@ std::string one_line(std::string s) {
 CaseResult run_probe(const TargetSpec& target) {
   CaseResult r;
   r.id = kProbeCaseId;
-  r.kind = "probe";
+  r.kind = Kind::Probe;
   r.target = target.str();
   r.status = Status::Error;
   try {

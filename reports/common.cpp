@@ -1,6 +1,7 @@
 // Helpers every report writer shares: where a case sits, how bad it is, its error figures and
 // finding text, environment lines, durations, and the one atomic file writer.
 #include "reports/escape.hpp"
+#include "reports/reporter.hpp"
 #include "reports/writers.hpp"
 
 #include <fmt/format.h>
@@ -20,7 +21,7 @@ namespace mpscheck {
 CaseName split_case_id(const CaseResult& c) {
   const std::string& id = c.id;
   const auto first = id.find('/');
-  if (first == std::string::npos) return {c.kind.empty() ? "other" : c.kind, id};
+  if (first == std::string::npos) return {to_string(c.kind), id};
   const std::string head = id.substr(0, first);
   if (head == "op") {
     const auto second = id.find('/', first + 1);
@@ -127,6 +128,10 @@ std::string format_seconds(double s) {
   if (s < 1e-3) return fmt::format("{:.1f} us", s * 1e6);
   if (s < 1) return fmt::format("{:.2f} ms", s * 1e3);
   return fmt::format("{:.2f} s", s);
+}
+
+void RenderedFileReporter::write(const ReportContext& context, const std::string& destination) const {
+  write_text_report(destination, render_(context.report));
 }
 
 void write_text_report(const std::string& path, const std::string& text) {

@@ -47,7 +47,7 @@ void ConsoleReporter::case_finished(size_t index, size_t total, const CaseResult
   }
   const int width = static_cast<int>(std::to_string(total).size());
   std::string speed;
-  if (r.speedup > 0) speed = fmt::format("  {}x {}", format_speedup(r.speedup), r.speed_class);
+  if (r.speedup > 0) speed = fmt::format("  {}x {}", format_speedup(r.speedup), to_string(r.speed_class));
   out_ << fmt::format("[{:>{}}/{}] ", index + 1, width, total) << paint(fmt::format("{:<11}", to_string(r.status)), r.status)
        << ' ' << r.id << speed << '\n';
   if (is_finding(r.status) && !r.message.empty()) out_ << "      " << r.message << '\n';
@@ -80,13 +80,14 @@ void ConsoleReporter::summary(const RunReport& report, const std::string& report
   if (!timed.empty()) {
     std::sort(timed.begin(), timed.end(), [](auto* a, auto* b) { return a->speedup > b->speedup; });
     int faster = 0, similar = 0, slower = 0;
-    for (const auto* c : timed) (c->speed_class == "faster" ? faster : c->speed_class == "slower" ? slower : similar)++;
+    for (const auto* c : timed)
+      (c->speed_class == SpeedClass::Faster ? faster : c->speed_class == SpeedClass::Slower ? slower : similar)++;
     out_ << fmt::format("\nSpeed (target vs CPU float32 reference, median of interleaved runs): {} faster, {} similar, {} slower\n",
                         faster, similar, slower);
     out_ << fmt::format("  {:>8}  {:<8} {:>10} {:>10}  {}\n", "speedup", "class", "reference", "target", "case");
     const size_t shown = std::min<size_t>(timed.size(), 20);
     auto row = [&](const CaseResult* c) {
-      out_ << fmt::format("  {:>7.2f}x  {:<8} {:>10} {:>10}  {}\n", c->speedup, c->speed_class,
+      out_ << fmt::format("  {:>7.2f}x  {:<8} {:>10} {:>10}  {}\n", c->speedup, to_string(c->speed_class),
                           format_seconds(c->reference_time->median_s), format_seconds(c->target_time->median_s), c->id);
     };
     if (timed.size() <= shown) {

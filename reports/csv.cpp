@@ -35,29 +35,16 @@ std::string render_csv(const RunReport& report) {
     const double abs_err = max_abs_error(c), rel_err = max_rel_error(c);
     const bool timed = c.reference_time && c.target_time;
     out += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{}\r\n", cell(c.id), to_string(c.status),
-                       cell(c.recommendation), cell(c.dtype), number(abs_err, abs_err >= 0),
+                       cell(to_string(c.recommendation)), cell(c.dtype), number(abs_err, abs_err >= 0),
                        number(rel_err, rel_err >= 0), number(timed ? c.reference_time->median_s : 0, timed),
                        number(timed ? c.target_time->median_s : 0, timed), number(c.speedup, c.speedup > 0),
-                       cell(c.speed_class), c.expected ? "yes" : "", cell(c.message));
+                       cell(to_string(c.speed_class)), c.expected ? "yes" : "", cell(c.message));
   }
   return out;
 }
 
-namespace {
-
-class CsvReport final : public Reporter {
- public:
-  const char* flag() const override { return "csv"; }
-  const char* help() const override { return "write one CSV row per case to FILE"; }
-  void write(const ReportContext& ctx, const std::string& path) const override {
-    write_text_report(path, render_csv(ctx.report));
-  }
-};
-
-}  // namespace
-
 const Reporter& csv_reporter() {
-  static const CsvReport reporter;
+  static const RenderedFileReporter reporter("csv", "write one CSV row per case to FILE", render_csv);
   return reporter;
 }
 

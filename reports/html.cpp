@@ -364,10 +364,10 @@ std::string render_html(const RunReport& report) {
       for (const auto* c : timed)
         bars.push_back({c->id,
                         fmt::format("{}: {}x {} (reference {}, target {})", c->id, format_speedup(c->speedup),
-                                    c->speed_class.empty() ? "unclassified" : c->speed_class,
+                                    c->speed_class == SpeedClass::None ? "unclassified" : to_string(c->speed_class),
                                     format_seconds(c->reference_time ? c->reference_time->median_s : 0),
                                     format_seconds(c->target_time ? c->target_time->median_s : 0)),
-                        c->speed_class == "faster" ? "faster" : c->speed_class == "slower" ? "slower" : "similar",
+                        c->speed_class == SpeedClass::None ? "similar" : to_string(c->speed_class),
                         c->speedup});
       h += "<p class=\"note\">Speedup per case (reference median / target median), log scale; the dark line is 1&#215;. "
            "Green: faster, red: slower, grey: within the timing spread.</p>\n";
@@ -404,7 +404,7 @@ std::string render_html(const RunReport& report) {
       const bool noisy = (c->reference_time && c->reference_time->noisy()) || (c->target_time && c->target_time->noisy());
       h += fmt::format(R"(<tr><td class="id">{}</td><td data-v="{}">{}</td><td class="num" data-v="{:.9g}">{}&#215;</td><td>{}</td>)",
                        html_escape(c->id), -severity(c->status), status_pill(c->status), c->speedup, format_speedup(c->speedup),
-                       html_escape(c->speed_class));
+                       to_string(c->speed_class));
       h += time_cell(c->reference_time) + time_cell(c->target_time);
       h += fmt::format("<td>{}</td></tr>\n", noisy ? "noisy" : "");
     }
@@ -454,21 +454,8 @@ std::string render_html(const RunReport& report) {
   return h;
 }
 
-namespace {
-
-class HtmlReport final : public Reporter {
- public:
-  const char* flag() const override { return "html"; }
-  const char* help() const override { return "write a self-contained HTML report to FILE"; }
-  void write(const ReportContext& ctx, const std::string& path) const override {
-    write_text_report(path, render_html(ctx.report));
-  }
-};
-
-}  // namespace
-
 const Reporter& html_reporter() {
-  static const HtmlReport reporter;
+  static const RenderedFileReporter reporter("html", "write a self-contained HTML report to FILE", render_html);
   return reporter;
 }
 

@@ -42,7 +42,7 @@ std::string render_junit(const RunReport& report) {
       cases_xml += fmt::format(R"(      <properties><property name="verdict" value="{}"/>)", to_string(c->status));
       if (c->speedup > 0)
         cases_xml += fmt::format(R"(<property name="speedup" value="{:.3f}"/><property name="speed_class" value="{}"/>)",
-                                 c->speedup, xml_escape(c->speed_class));
+                                 c->speedup, to_string(c->speed_class));
       cases_xml += "</properties>\n";
       if (failed) {
         const std::string first_line = c->message.substr(0, c->message.find('\n'));
@@ -78,21 +78,8 @@ std::string render_junit(const RunReport& report) {
   return xml;
 }
 
-namespace {
-
-class JunitReport final : public Reporter {
- public:
-  const char* flag() const override { return "junit"; }
-  const char* help() const override { return "write JUnit XML (GoogleTest's shape) to FILE"; }
-  void write(const ReportContext& ctx, const std::string& path) const override {
-    write_text_report(path, render_junit(ctx.report));
-  }
-};
-
-}  // namespace
-
 const Reporter& junit_reporter() {
-  static const JunitReport reporter;
+  static const RenderedFileReporter reporter("junit", "write JUnit XML (GoogleTest's shape) to FILE", render_junit);
   return reporter;
 }
 

@@ -70,14 +70,15 @@ std::string render_markdown(const RunReport& report) {
     md += "No passing case was timed.\n\n";
   } else {
     int faster = 0, similar = 0, slower = 0;
-    for (const auto* c : timed) (c->speed_class == "faster" ? faster : c->speed_class == "slower" ? slower : similar)++;
+    for (const auto* c : timed)
+      (c->speed_class == SpeedClass::Faster ? faster : c->speed_class == SpeedClass::Slower ? slower : similar)++;
     md += fmt::format("Target against the CPU float32 reference, median times: {} faster, {} similar, {} slower.\n\n",
                       faster, similar, slower);
     md += "| Case | Speedup | Class | Reference | Target |\n|---|---:|---|---:|---:|\n";
     auto row = [&](const CaseResult* c) {
       const bool noisy = c->reference_time->noisy() || c->target_time->noisy();
       md += fmt::format("| {} | {}x | {}{} | {} | {} |\n", markdown_escape(c->id), format_speedup(c->speedup),
-                        markdown_escape(c->speed_class.empty() ? "-" : c->speed_class), noisy ? " (noisy)" : "",
+                        c->speed_class == SpeedClass::None ? "-" : to_string(c->speed_class), noisy ? " (noisy)" : "",
                         format_seconds(c->reference_time->median_s), format_seconds(c->target_time->median_s));
     };
     if (timed.size() <= 2 * kSpeedRowsEachEnd) {

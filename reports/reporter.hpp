@@ -52,6 +52,22 @@ class Reporter {
   virtual void write(const ReportContext& context, const std::string& destination) const = 0;
 };
 
+// The common shape: a report rendered from the results alone into one text file (CSV, JUnit,
+// HTML). Such a format is its render function plus this, constructed with its flag and help line.
+class RenderedFileReporter final : public Reporter {
+ public:
+  using Render = std::string (*)(const RunReport&);
+  RenderedFileReporter(const char* flag, const char* help, Render render) : flag_(flag), help_(help), render_(render) {}
+  const char* flag() const override { return flag_; }
+  const char* help() const override { return help_; }
+  void write(const ReportContext& context, const std::string& destination) const override;
+
+ private:
+  const char* flag_;
+  const char* help_;
+  Render render_;
+};
+
 // Every format, in the order a run writes them: the JSON report first (the record), the console
 // summary last (what a user reads when the run ends).
 const std::vector<const Reporter*>& reporters();

@@ -8,10 +8,6 @@
 namespace mpscheck {
 
 namespace {
-constexpr const char* kStatusNames[] = {"pass",  "mismatch", "nan",     "unsupported", "error",
-                                        "crash", "timeout",  "skip",    "fallback"};
-constexpr int kStatusCount = sizeof(kStatusNames) / sizeof(kStatusNames[0]);
-
 // Strings in a result come from plugins and exceptions: made valid UTF-8 here, so that no JSON
 // writer (nlohmann's dump() throws on invalid bytes) can fail on them.
 std::string text(const std::string& s) { return valid_utf8(s); }
@@ -21,14 +17,6 @@ std::vector<std::string> texts(const std::vector<std::string>& v) {
   for (const auto& s : v) out.push_back(valid_utf8(s));
   return out;
 }
-}
-
-const char* to_string(Status s) { return kStatusNames[static_cast<int>(s)]; }
-
-Status status_from_string(const std::string& s) {
-  for (int i = 0; i < kStatusCount; ++i)
-    if (s == kStatusNames[i]) return static_cast<Status>(i);
-  throw std::invalid_argument("unknown status '" + s + "'");
 }
 
 bool is_finding(Status s) { return s != Status::Pass && s != Status::Skip; }
@@ -101,12 +89,12 @@ void from_json(const nlohmann::json& j, TimingStats& t) {
 }
 
 void to_json(nlohmann::json& j, const CaseResult& r) {
-  j = {{"id", text(r.id)},   {"kind", r.kind},     {"tags", texts(r.tags)}, {"plugin", text(r.plugin)},
+  j = {{"id", text(r.id)},   {"kind", to_string(r.kind)},     {"tags", texts(r.tags)}, {"plugin", text(r.plugin)},
        {"status", to_string(r.status)},            {"message", text(r.message)}, {"target", text(r.target)},
        {"dtype", r.dtype},   {"rtol", r.rtol},     {"atol", r.atol},       {"outputs", r.outputs},
-       {"speedup", r.speedup}, {"speed_class", r.speed_class},            {"wall_s", r.wall_s},
+       {"speedup", r.speedup}, {"speed_class", to_string(r.speed_class)},            {"wall_s", r.wall_s},
        {"worker_s", r.worker_s}, {"compare_s", r.compare_s},              {"attribution", r.attribution},
-       {"nondeterministic", r.nondeterministic}, {"recommendation", r.recommendation}, {"reason", text(r.reason)}};
+       {"nondeterministic", r.nondeterministic}, {"recommendation", to_string(r.recommendation)}, {"reason", text(r.reason)}};
   j["timed"] = r.timed;
   if (!r.speed_note.empty()) j["speed_note"] = text(r.speed_note);
   if (r.reference_cached) j["reference_cached"] = true;
@@ -128,7 +116,7 @@ void to_json(nlohmann::json& j, const CaseResult& r) {
 
 void from_json(const nlohmann::json& j, CaseResult& r) {
   r.id = j.at("id").get<std::string>();
-  r.kind = j.value("kind", "");
+  r.kind = kind_from_string(j.value("kind", "op"));
   r.tags = j.value("tags", std::vector<std::string>{});
   r.plugin = j.value("plugin", "");
   r.status = status_from_string(j.at("status").get<std::string>());
@@ -143,7 +131,7 @@ void from_json(const nlohmann::json& j, CaseResult& r) {
   if (j.contains("target_time") && !j.at("target_time").is_null())
     r.target_time = j.at("target_time").get<TimingStats>();
   r.speedup = j.contains("speedup") && !j.at("speedup").is_null() ? j.at("speedup").get<double>() : 0.0;
-  r.speed_class = j.value("speed_class", "");
+  r.speed_class = speed_class_from_string(j.value("speed_class", ""));
   // Reports written before the plan existed timed every case they have times for.
   r.timed = j.value("timed", r.reference_time.has_value());
   r.speed_note = j.value("speed_note", "");
@@ -156,7 +144,7 @@ void from_json(const nlohmann::json& j, CaseResult& r) {
   r.attribution = j.value("attribution", "");
   r.nondeterministic = j.value("nondeterministic", false);
   r.warnings = j.value("warnings", std::vector<std::string>{});
-  r.recommendation = j.value("recommendation", "");
+  r.recommendation = recommendation_from_string(j.value("recommendation", ""));
   r.reason = j.value("reason", "");
   r.first_diverging_layer = j.value("first_diverging_layer", "");
   r.expected = j.value("expected", false);

@@ -2,6 +2,8 @@
 // writers and `compare`/`merge` work on JSON files alone.
 #pragma once
 
+#include <mpscheck/vocabulary.hpp>
+
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
@@ -11,11 +13,6 @@
 
 namespace mpscheck {
 
-// Fallback is last so the numbering of the older statuses stays as it was.
-enum class Status { Pass, Mismatch, Nan, Unsupported, Error, Crash, Timeout, Skip, Fallback };
-
-const char* to_string(Status s);
-Status status_from_string(const std::string& s);  // throws std::invalid_argument
 // A finding is anything a user must look at: every status except pass and skip (a fallback is
 // one: the target did not run the op).
 bool is_finding(Status s);
@@ -48,7 +45,7 @@ struct TimingStats {
 
 struct CaseResult {
   std::string id;
-  std::string kind;  // "op" | "model"
+  Kind kind = Kind::Op;
   std::vector<std::string> tags;
   std::string plugin;
   Status status = Status::Skip;
@@ -59,7 +56,7 @@ struct CaseResult {
   std::vector<OutputReport> outputs;
   std::optional<TimingStats> reference_time, target_time;
   double speedup = 0;          // reference median / target median; 0 when not timed
-  std::string speed_class;     // "faster" | "similar" | "slower" | "" (not timed)
+  SpeedClass speed_class = SpeedClass::None;
   // Whether the run's plan timed this case (under --quick only some are: core/run_plan.hpp). A
   // timed case that is not a pass has no times: the speed of a wrong answer means nothing.
   bool timed = false;
@@ -86,7 +83,7 @@ struct CaseResult {
   bool expected = false;
   bool unexpected_pass = false;
   std::string expectation;
-  std::string recommendation;     // "accelerate" | "keep on CPU" | "blocked"
+  Recommendation recommendation = Recommendation::None;
   std::string reason;             // the recommendation in words
 };
 

@@ -6,6 +6,8 @@
 // identical on every side. It then compares the named outputs and times `iterate()`.
 #pragma once
 
+#include <mpscheck/vocabulary.hpp>
+
 #include <ATen/ATen.h>
 #include <boost/config.hpp>
 
@@ -16,8 +18,6 @@
 #include <vector>
 
 namespace mpscheck {
-
-enum class Kind { Op, Model };
 
 // Which run an instance belongs to. Real workloads compute the same thing on every side; only
 // the test-only faults plugin looks at it, to plant failures on the target side.

@@ -33,7 +33,7 @@ const std::string kHostileMessage = "<script>alert(\"x\")</script> & ]]> \x01 \x
 CaseResult make_case(const std::string& id, Status status, const std::string& message = "") {
   CaseResult c;
   c.id = id;
-  c.kind = id.rfind("model/", 0) == 0 ? "model" : "op";
+  c.kind = id.rfind("model/", 0) == 0 ? Kind::Model : Kind::Op;
   c.status = status;
   c.message = message;
   c.target = "mps";
@@ -60,7 +60,7 @@ CaseResult timed(CaseResult c, double speedup) {
   c.reference_time = TimingStats{1e-3, 0.98e-3, 1.02e-3, 20};
   c.target_time = TimingStats{1e-3 / speedup, 0.98e-3 / speedup, 1.02e-3 / speedup, 20};
   c.speedup = speedup;
-  c.speed_class = speedup > 1.2 ? "faster" : speedup < 0.8 ? "slower" : "similar";
+  c.speed_class = speedup > 1.2 ? SpeedClass::Faster : speedup < 0.8 ? SpeedClass::Slower : SpeedClass::Similar;
   return c;
 }
 

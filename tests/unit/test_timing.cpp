@@ -31,27 +31,27 @@ TEST(Timing, NoisyWhenIqrIsATenthOfTheMedian) {
 }
 
 TEST(Timing, SeparatedRangesGiveAClass) {
-  EXPECT_STREQ(speed_class(stats(9.9, 10, 10.1), stats(0.99, 1, 1.01)), "faster");
-  EXPECT_STREQ(speed_class(stats(0.99, 1, 1.01), stats(9.9, 10, 10.1)), "slower");
+  EXPECT_EQ(speed_class(stats(9.9, 10, 10.1), stats(0.99, 1, 1.01)), SpeedClass::Faster);
+  EXPECT_EQ(speed_class(stats(0.99, 1, 1.01), stats(9.9, 10, 10.1)), SpeedClass::Slower);
 }
 
 TEST(Timing, OverlappingRangesAreSimilarWhateverTheMedians) {
-  EXPECT_STREQ(speed_class(stats(0.9, 1.2, 1.3), stats(0.95, 1.0, 1.25)), "similar");
+  EXPECT_EQ(speed_class(stats(0.9, 1.2, 1.3), stats(0.95, 1.0, 1.25)), SpeedClass::Similar);
 }
 
 TEST(Timing, SmallButSeparatedDifferencesAreSimilar) {
   // 3% apart with tight, disjoint ranges: not worth calling faster.
-  EXPECT_STREQ(speed_class(stats(1.029, 1.03, 1.031), stats(0.999, 1.0, 1.001)), "similar");
+  EXPECT_EQ(speed_class(stats(1.029, 1.03, 1.031), stats(0.999, 1.0, 1.001)), SpeedClass::Similar);
   // 8% apart, disjoint: what two identical CPU instances can differ by; 12% is a real difference.
-  EXPECT_STREQ(speed_class(stats(1.079, 1.08, 1.081), stats(0.999, 1.0, 1.001)), "similar");
-  EXPECT_STREQ(speed_class(stats(0.925, 0.926, 0.927), stats(0.999, 1.0, 1.001)), "similar");
-  EXPECT_STREQ(speed_class(stats(1.119, 1.12, 1.121), stats(0.999, 1.0, 1.001)), "faster");
+  EXPECT_EQ(speed_class(stats(1.079, 1.08, 1.081), stats(0.999, 1.0, 1.001)), SpeedClass::Similar);
+  EXPECT_EQ(speed_class(stats(0.925, 0.926, 0.927), stats(0.999, 1.0, 1.001)), SpeedClass::Similar);
+  EXPECT_EQ(speed_class(stats(1.119, 1.12, 1.121), stats(0.999, 1.0, 1.001)), SpeedClass::Faster);
 }
 
 TEST(Timing, NoisySidesNeedAClearGap) {
   // Target 20% faster, ranges disjoint by a hair, but the reference is noisy: no class.
-  EXPECT_STREQ(speed_class(stats(1.08, 1.2, 1.32), stats(1.0, 1.03, 1.05)), "similar");
-  EXPECT_STREQ(speed_class(stats(1.9, 2.0, 2.1), stats(0.95, 1.0, 1.08)), "faster");
+  EXPECT_EQ(speed_class(stats(1.08, 1.2, 1.32), stats(1.0, 1.03, 1.05)), SpeedClass::Similar);
+  EXPECT_EQ(speed_class(stats(1.9, 2.0, 2.1), stats(0.95, 1.0, 1.08)), SpeedClass::Faster);
 }
 
 TEST(Timing, BusyHostIsACpuReferenceHoldingLessThanACore) {

@@ -80,27 +80,27 @@ TEST(Recommendation, FollowsStatusAndSpeed) {
   CaseResult r;
   r.status = Status::Pass;
   r.speedup = 3.2;
-  r.speed_class = "faster";
+  r.speed_class = SpeedClass::Faster;
   recommend(r);
-  EXPECT_EQ(r.recommendation, "accelerate");
+  EXPECT_EQ(r.recommendation, Recommendation::Accelerate);
   EXPECT_NE(r.reason.find("3.20x faster"), std::string::npos);
-  r.speed_class = "similar";
+  r.speed_class = SpeedClass::Similar;
   r.speedup = 1.02;
   recommend(r);
-  EXPECT_EQ(r.recommendation, "keep on CPU");
+  EXPECT_EQ(r.recommendation, Recommendation::KeepOnCpu);
   r.status = Status::Mismatch;
   recommend(r);
-  EXPECT_EQ(r.recommendation, "blocked");
+  EXPECT_EQ(r.recommendation, Recommendation::Blocked);
 }
 
 TEST(Recommendation, ClassIsBlockedByAnyFinding) {
   std::vector<CaseResult> cases(3);
   cases[0].id = "op/conv/conv2d/f32/contiguous/forward";
-  cases[0].recommendation = "accelerate";
+  cases[0].recommendation = Recommendation::Accelerate;
   cases[1].id = "op/conv/conv3d/f32/contiguous/forward";
-  cases[1].recommendation = "blocked";
+  cases[1].recommendation = Recommendation::Blocked;
   cases[2].id = "model/vae/train";
-  cases[2].recommendation = "accelerate";
+  cases[2].recommendation = Recommendation::Accelerate;
   const auto s = summarize_classes(cases);
   EXPECT_EQ(s.at("op/conv").recommendation(), "blocked");
   EXPECT_EQ(s.at("model/vae").recommendation(), "accelerate");
@@ -336,7 +336,7 @@ TEST(Recommendation, FallbackIsKeptOnCpuAndNeverAccelerated) {
   CaseResult r;
   r.status = Status::Fallback;
   recommend(r);
-  EXPECT_EQ(r.recommendation, "keep on CPU");
+  EXPECT_EQ(r.recommendation, Recommendation::KeepOnCpu);
   EXPECT_NE(r.reason.find("ran that on the CPU"), std::string::npos);
   EXPECT_TRUE(is_finding(Status::Fallback));
   EXPECT_EQ(status_from_string("fallback"), Status::Fallback);

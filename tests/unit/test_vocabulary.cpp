@@ -1,0 +1,65 @@
+// The result vocabulary: each enum has one name table, every value survives JSON, and a word
+// no table holds is refused rather than read as some default.
+#include <mpscheck/result.hpp>
+
+#include <gtest/gtest.h>
+
+#include <stdexcept>
+
+using namespace mpscheck;
+
+namespace {
+template <typename E, typename Parse>
+void expect_round_trip(int count, Parse parse) {
+  for (int i = 0; i < count; ++i) {
+    const E e = static_cast<E>(i);
+    EXPECT_EQ(parse(to_string(e)), e) << to_string(e);
+  }
+}
+}  // namespace
+
+TEST(Vocabulary, EveryNameParsesBackToItsValue) {
+  expect_round_trip<Kind>(3, kind_from_string);
+  expect_round_trip<Status>(9, status_from_string);
+  expect_round_trip<SpeedClass>(4, speed_class_from_string);
+  expect_round_trip<Recommendation>(4, recommendation_from_string);
+  EXPECT_STREQ(to_string(Status::Fallback), "fallback");
+  EXPECT_STREQ(to_string(Recommendation::KeepOnCpu), "keep on CPU");
+  EXPECT_STREQ(to_string(SpeedClass::None), "");
+}
+
+TEST(Vocabulary, UnknownWordsAreRefusedByName) {
+  EXPECT_THROW(kind_from_string("tensor"), std::invalid_argument);
+  EXPECT_THROW(status_from_string("passed"), std::invalid_argument);
+  EXPECT_THROW(speed_class_from_string("Faster"), std::invalid_argument);
+  EXPECT_THROW(recommendation_from_string("keep on cpu"), std::invalid_argument);
+  try {
+    kind_from_string("tensor");
+  } catch (const std::invalid_argument& e) {
+    EXPECT_STREQ(e.what(), "unknown kind 'tensor'");
+  }
+}
+
+TEST(Vocabulary, CaseResultKeepsItsWordsThroughJson) {
+  CaseResult r;
+  r.id = "model/vae/train";
+  r.kind = Kind::Model;
+  r.status = Status::Pass;
+  r.speed_class = SpeedClass::Slower;
+  r.recommendation = Recommendation::KeepOnCpu;
+  const nlohmann::json j = r;
+  EXPECT_EQ(j.at("kind"), "model");
+  EXPECT_EQ(j.at("speed_class"), "slower");
+  EXPECT_EQ(j.at("recommendation"), "keep on CPU");
+  const CaseResult back = j.get<CaseResult>();
+  EXPECT_EQ(back.kind, Kind::Model);
+  EXPECT_EQ(back.speed_class, SpeedClass::Slower);
+  EXPECT_EQ(back.recommendation, Recommendation::KeepOnCpu);
+
+  nlohmann::json bad = j;
+  bad["speed_class"] = "much faster";
+  EXPECT_THROW(bad.get<CaseResult>(), std::invalid_argument);
+  bad = j;
+  bad["kind"] = "layer";
+  EXPECT_THROW(bad.get<CaseResult>(), std::invalid_argument);
+}
