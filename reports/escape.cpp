@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <span>
 
 namespace mpscheck {
 
@@ -82,6 +83,42 @@ void for_each_code_point(std::string_view s, F&& f) {
 
 bool is_control(char32_t cp) { return cp < 0x20 || (cp >= 0x7F && cp <= 0x9F); }
 
+// What one code point becomes in a format.
+struct Substitution {
+  char32_t code_point;
+  const char* text;
+};
+
+// The one escaping loop behind the three formats: invalid UTF-8 is repaired, then each code
+// point with an entry in `table` becomes its text; any other control character is dropped, and
+// the rest is copied.
+std::string escape_code_points(std::string_view text, std::span<const Substitution> table) {
+  std::string out;
+  out.reserve(text.size() + 16);
+  for_each_code_point(text, [&](char32_t cp) {
+    for (const Substitution& s : table)
+      if (s.code_point == cp) {
+        out += s.text;
+        return;
+      }
+    if (!is_control(cp)) append_utf8(out, cp);
+  });
+  return out;
+}
+
+constexpr const char* kReplacementUtf8 = "\xEF\xBF\xBD";  // U+FFFD
+// Tab, newline and carriage return as references survive attribute-value normalisation; `>` as
+// an entity keeps `]]>` out of the document; U+FFFE and U+FFFF are no XML characters.
+constexpr Substitution kXml[] = {{'<', "&lt;"},   {'>', "&gt;"},   {'&', "&amp;"},  {'"', "&quot;"},
+                                 {'\'', "&apos;"}, {'\t', "&#9;"},  {'\n', "&#10;"}, {'\r', "&#13;"},
+                                 {0xFFFE, kReplacementUtf8}, {0xFFFF, kReplacementUtf8}};
+constexpr Substitution kHtml[] = {{'<', "&lt;"},   {'>', "&gt;"}, {'&', "&amp;"}, {'"', "&quot;"},
+                                  {'\'', "&#39;"}, {'\t', "\t"},  {'\n', "\n"}};
+// One table cell or line of prose: no line breaks, and Markdown's own characters taken literally.
+constexpr Substitution kMarkdown[] = {{'\n', " "},  {'\t', " "},  {'<', "&lt;"}, {'>', "&gt;"}, {'&', "&amp;"},
+                                      {'\\', "\\\\"}, {'|', "\\|"}, {'`', "\\`"},  {'*', "\\*"},  {'_', "\\_"},
+                                      {'[', "\\["}, {']', "\\]"}, {'~', "\\~"}};
+
 }  // namespace
 
 std::string valid_utf8(std::string_view text) {
@@ -91,76 +128,9 @@ std::string valid_utf8(std::string_view text) {
   return out;
 }
 
-std::string xml_escape(std::string_view text) {
-  std::string out;
-  out.reserve(text.size() + 16);
-  for_each_code_point(text, [&](char32_t cp) {
-    switch (cp) {
-      case '<': out += "&lt;"; return;
-      case '>': out += "&gt;"; return;  // also keeps `]]>` out of the document
-      case '&': out += "&amp;"; return;
-      case '"': out += "&quot;"; return;
-      case '\'': out += "&apos;"; return;
-      case '\t': out += "&#9;"; return;  // references survive attribute-value normalisation
-      case '\n': out += "&#10;"; return;
-      case '\r': out += "&#13;"; return;
-      default: break;
-    }
-    if (is_control(cp)) return;
-    if (cp == 0xFFFE || cp == 0xFFFF) cp = kReplacement;  // not XML characters
-    append_utf8(out, cp);
-  });
-  return out;
-}
-
-std::string html_escape(std::string_view text) {
-  std::string out;
-  out.reserve(text.size() + 16);
-  for_each_code_point(text, [&](char32_t cp) {
-    switch (cp) {
-      case '<': out += "&lt;"; return;
-      case '>': out += "&gt;"; return;
-      case '&': out += "&amp;"; return;
-      case '"': out += "&quot;"; return;
-      case '\'': out += "&#39;"; return;
-      case '\t':
-      case '\n': out += static_cast<char>(cp); return;
-      default: break;
-    }
-    if (is_control(cp)) return;
-    append_utf8(out, cp);
-  });
-  return out;
-}
-
-std::string markdown_escape(std::string_view text) {
-  std::string out;
-  out.reserve(text.size() + 16);
-  for_each_code_point(text, [&](char32_t cp) {
-    switch (cp) {
-      case '\n':
-      case '\t': out += ' '; return;
-      case '<': out += "&lt;"; return;
-      case '>': out += "&gt;"; return;
-      case '&': out += "&amp;"; return;
-      case '\\':
-      case '|':
-      case '`':
-      case '*':
-      case '_':
-      case '[':
-      case ']':
-      case '~':
-        out += '\\';
-        out += static_cast<char>(cp);
-        return;
-      default: break;
-    }
-    if (is_control(cp)) return;
-    append_utf8(out, cp);
-  });
-  return out;
-}
+std::string xml_escape(std::string_view text) { return escape_code_points(text, kXml); }
+std::string html_escape(std::string_view text) { return escape_code_points(text, kHtml); }
+std::string markdown_escape(std::string_view text) { return escape_code_points(text, kMarkdown); }
 
 std::string shorten(std::string_view text, std::size_t max_code_points) {
   std::string out;
