@@ -46,6 +46,16 @@ int severity(Status s) {
   return 0;
 }
 
+std::vector<const CaseResult*> findings_worst_first(const RunReport& report) {
+  std::vector<const CaseResult*> findings;
+  for (const auto& c : report.cases)
+    if (is_finding(c.status)) findings.push_back(&c);
+  std::stable_sort(findings.begin(), findings.end(), [](const CaseResult* a, const CaseResult* b) {
+    return severity(a->status) != severity(b->status) ? severity(a->status) > severity(b->status) : a->id < b->id;
+  });
+  return findings;
+}
+
 namespace {
 // A target NaN/Inf the reference lacks counts as the largest error, whatever the finite figures say.
 double max_over_outputs(const CaseResult& c, double OutputReport::*field) {

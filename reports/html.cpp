@@ -295,13 +295,7 @@ std::string figure_cell(double v) {
 
 std::string render_html(const RunReport& report) {
   const auto counts = count_by_status(report.cases);
-  std::vector<const CaseResult*> findings;
-  for (const auto& c : report.cases)
-    if (is_finding(c.status)) findings.push_back(&c);
-  auto worst_first = [](const CaseResult* a, const CaseResult* b) {
-    return severity(a->status) != severity(b->status) ? severity(a->status) > severity(b->status) : a->id < b->id;
-  };
-  std::stable_sort(findings.begin(), findings.end(), worst_first);
+  const std::vector<const CaseResult*> findings = findings_worst_first(report);
   const std::string target = run_value(report, "target"), torch = run_value(report, "torch_version");
 
   std::string h = "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"

@@ -26,12 +26,7 @@ std::string run_text(const RunReport& report, const char* key, const char* fallb
 
 std::string render_markdown(const RunReport& report) {
   const auto counts = count_by_status(report.cases);
-  std::vector<const CaseResult*> findings;
-  for (const auto& c : report.cases)
-    if (is_finding(c.status)) findings.push_back(&c);
-  std::stable_sort(findings.begin(), findings.end(), [](auto* a, auto* b) {
-    return severity(a->status) != severity(b->status) ? severity(a->status) > severity(b->status) : a->id < b->id;
-  });
+  const std::vector<const CaseResult*> findings = findings_worst_first(report);
 
   std::string md = fmt::format("# mpscheck report: target {}, torch {}\n\n",
                                markdown_escape(run_text(report, "target", "?")),

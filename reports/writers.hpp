@@ -36,6 +36,9 @@ CaseName split_case_id(const CaseResult& c);
 // Rank for "worst status" (higher is worse): crash, timeout, nan, mismatch, error, unsupported,
 // pass, skip. A silent wrong result ranks above a loud error: it is the one users miss.
 int severity(Status s);
+// The run's findings (is_finding), the worst status first, then by id: the order the Markdown and
+// HTML reports list them in.
+std::vector<const CaseResult*> findings_worst_first(const RunReport& report);
 
 // Largest max-abs (max-rel) error over the case's outputs; infinity when the target produced
 // NaN/Inf the reference did not; a negative value when the case has no outputs.
