@@ -1,19 +1,16 @@
 #include "core/reference_cache.hpp"
 
 #include "core/environment.hpp"
+#include "reports/writers.hpp"
 
 #include <ATen/Context.h>
 #include <torch/version.h>
 #include <fmt/format.h>
 
-#include <cerrno>
-#include <cstring>
-#include <fcntl.h>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
-#include <unistd.h>
 
 namespace mpscheck {
 
@@ -235,27 +232,12 @@ bool ReferenceCache::store(const CacheKey& key, const CachedReference& entry) co
   w.pod<std::uint64_t>(payload.size());
   w.bytes() += payload;
   w.pod<std::uint64_t>(fnv1a(payload));
-  std::error_code ec;
-  std::filesystem::create_directories(dir_, ec);
-  const std::string path = path_for(key);
-  const std::string tmp = fmt::format("{}.tmp.{}", path, static_cast<long>(::getpid()));
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return false;
-  const std::string& data = w.bytes();
-  size_t off = 0;
-  while (off < data.size()) {
-    const ssize_t n = ::write(fd, data.data() + off, data.size() - off);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    off += static_cast<size_t>(n);
-  }
-  const bool ok = off == data.size() && ::close(fd) == 0;
-  if (!ok || ::rename(tmp.c_str(), path.c_str()) != 0) {
-    if (off != data.size()) ::close(fd);
-    ::unlink(tmp.c_str());
+  try {
+    write_text_report(path_for(key), w.bytes());  // the one atomic writer: makes the folder, never leaves half a file
+    return true;
+  } catch (const ReportError&) {
     return false;
   }
-  return true;
 }
 
 }  // namespace mpscheck
