@@ -88,33 +88,32 @@ std::string render_bug_report(const std::string& case_id, const CaseResult* r, c
 
 namespace {
 
-// One Markdown issue body per finding, named after the case, into a folder.
-class BugReports final : public Reporter {
- public:
-  const char* flag() const override { return "bug-reports"; }
-  const char* help() const override { return "write one Markdown bug report per finding into DIR"; }
-  Destination destination() const override { return Destination::Folder; }
-  bool in_merge() const override { return false; }  // a reproducer needs the loaded case
-  void write(const ReportContext& ctx, const std::string& dir) const override {
-    if (!ctx.repro) return;  // merge: no loaded cases
-    std::error_code ec;
-    std::filesystem::create_directories(dir, ec);
-    int written = 0;
-    for (const auto& c : ctx.report.cases) {
-      if (!is_finding(c.status)) continue;
-      const Workload* w = ctx.workload ? ctx.workload(c.id) : nullptr;
-      write_text_report(dir + "/" + case_file_name(c.id) + ".md",
-                        render_bug_report(c.id, &c, w, ctx.report.environment, *ctx.repro));
-      ++written;
-    }
-    std::cerr << "mpscheck: wrote " << written << " bug reports into " << dir << '\n';
+// Each finding's issue body into `dir`, made even when there is none, through the one atomic writer.
+void write_bug_reports(const ReportContext& ctx, const std::string& dir) {
+  if (!ctx.repro) return;  // merge: no loaded cases
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  int written = 0;
+  for (const auto& c : ctx.report.cases) {
+    if (!is_finding(c.status)) continue;
+    const Workload* w = ctx.workload ? ctx.workload(c.id) : nullptr;
+    write_text_report(dir + "/" + case_file_name(c.id) + ".md",
+                      render_bug_report(c.id, &c, w, ctx.report.environment, *ctx.repro));
+    ++written;
   }
-};
+  std::cerr << "mpscheck: wrote " << written << " bug reports into " << dir << '\n';
+}
 
 }  // namespace
 
+// One Markdown issue body per finding, named after the case, into a folder. Not in `merge`: a
+// reproducer needs the loaded case.
 const Reporter& bug_reports_reporter() {
-  static const BugReports reporter;
+  static const Reporter reporter({.flag = "bug-reports",
+                                  .help = "write one Markdown bug report per finding into DIR",
+                                  .destination = Destination::Folder,
+                                  .in_merge = false},
+                                 write_bug_reports);
   return reporter;
 }
 

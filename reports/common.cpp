@@ -140,8 +140,13 @@ std::string format_seconds(double s) {
   return fmt::format("{:.2f} s", s);
 }
 
-void RenderedFileReporter::write(const ReportContext& context, const std::string& destination) const {
-  write_text_report(destination, render_(context.report));
+Reporter::Reporter(Traits traits, Render render)
+    : Reporter(traits, [render](const ReportContext& context, const std::string& destination) {
+        write_text_report(destination, render(context.report));
+      }) {}
+
+std::string Reporter::default_destination(const std::string& report_dir) const {
+  return traits_.default_file ? report_dir + "/" + traits_.default_file : std::string();
 }
 
 void write_text_report(const std::string& path, const std::string& text) {

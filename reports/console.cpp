@@ -109,26 +109,17 @@ void ConsoleReporter::summary(const RunReport& report, const std::string& report
   out_.flush();
 }
 
-namespace {
-
 // The summary on standard output when the run ends (the live lines come from ConsoleReporter's
-// case_started/case_finished during the run).
-class ConsoleSummary final : public Reporter {
- public:
-  const char* flag() const override { return ""; }
-  const char* help() const override { return "totals, findings, speed and recommendations on standard output"; }
-  Destination destination() const override { return Destination::Console; }
-  bool runs_without_destination() const override { return true; }
-  bool in_merge() const override { return false; }  // merge prints its own one line
-  void write(const ReportContext& ctx, const std::string&) const override {
-    ConsoleReporter(ctx.console, false, ctx.color).summary(ctx.report, ctx.json_path);
-  }
-};
-
-}  // namespace
-
+// case_started/case_finished during the run). `merge` prints its own one line instead.
 const Reporter& console_reporter() {
-  static const ConsoleSummary reporter;
+  static const Reporter reporter({.flag = "",
+                                  .help = "totals, findings, speed and recommendations on standard output",
+                                  .destination = Destination::Console,
+                                  .runs_without_destination = [] { return true; },
+                                  .in_merge = false},
+                                 [](const ReportContext& ctx, const std::string&) {
+                                   ConsoleReporter(ctx.console, false, ctx.color).summary(ctx.report, ctx.json_path);
+                                 });
   return reporter;
 }
 

@@ -25,8 +25,6 @@ std::string number(double v, bool applies) {
   return std::isfinite(v) ? fmt::format("{:.9g}", v) : (std::isnan(v) ? "nan" : v > 0 ? "inf" : "-inf");
 }
 
-}  // namespace
-
 std::string render_csv(const RunReport& report) {
   std::string out =
       "id,status,recommendation,dtype,max_abs_error,max_rel_error,reference_median_s,target_median_s,speedup,"
@@ -43,8 +41,10 @@ std::string render_csv(const RunReport& report) {
   return out;
 }
 
+}  // namespace
+
 const Reporter& csv_reporter() {
-  static const RenderedFileReporter reporter("csv", "write one CSV row per case to FILE", render_csv);
+  static const Reporter reporter({.flag = "csv", .help = "write one CSV row per case to FILE"}, render_csv);
   return reporter;
 }
 

@@ -449,7 +449,7 @@ std::string render_html(const RunReport& report) {
 }
 
 const Reporter& html_reporter() {
-  static const RenderedFileReporter reporter("html", "write a self-contained HTML report to FILE", render_html);
+  static const Reporter reporter({.flag = "html", .help = "write a self-contained HTML report to FILE"}, render_html);
   return reporter;
 }
 

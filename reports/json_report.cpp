@@ -8,8 +8,6 @@
 
 #include <fmt/format.h>
 
-#include <cstdio>
-#include <filesystem>
 #include <fstream>
 
 namespace mpscheck {
@@ -32,8 +30,10 @@ nlohmann::json report_to_json(const RunReport& report) {
           {"cases", report.cases}};
 }
 
+std::string render_json_report(const RunReport& report) { return report_to_json(report).dump(2) + "\n"; }
+
 void write_json_report(const std::string& path, const RunReport& report) {
-  write_text_report(path, report_to_json(report).dump(2) + "\n");
+  write_text_report(path, render_json_report(report));
 }
 
 RunReport read_json_report(const std::string& path) {
@@ -72,22 +72,13 @@ RunReport read_json_report(const std::string& path) {
   return r;
 }
 
-namespace {
-
 // The record of the run: every case with its figures. Always written, by default into the
 // report folder; compare, merge, --baseline and repro --from read it back.
-class JsonReport final : public Reporter {
- public:
-  const char* flag() const override { return "json"; }
-  const char* help() const override { return "write the JSON report to FILE (default REPORT-DIR/report.json)"; }
-  std::string default_destination(const std::string& report_dir) const override { return report_dir + "/report.json"; }
-  void write(const ReportContext& ctx, const std::string& path) const override { write_json_report(path, ctx.report); }
-};
-
-}  // namespace
-
 const Reporter& json_reporter() {
-  static const JsonReport reporter;
+  static const Reporter reporter({.flag = "json",
+                                  .help = "write the JSON report to FILE (default REPORT-DIR/report.json)",
+                                  .default_file = "report.json"},
+                                 render_json_report);
   return reporter;
 }
 

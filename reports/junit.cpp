@@ -5,15 +5,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include <algorithm>
-#include <cerrno>
-#include <cmath>
-#include <cstring>
-#include <filesystem>
-#include <fstream>
-#include <limits>
 #include <map>
-#include <unistd.h>
 
 namespace mpscheck {
 
@@ -79,7 +71,7 @@ std::string render_junit(const RunReport& report) {
 }
 
 const Reporter& junit_reporter() {
-  static const RenderedFileReporter reporter("junit", "write JUnit XML (GoogleTest's shape) to FILE", render_junit);
+  static const Reporter reporter({.flag = "junit", .help = "write JUnit XML (GoogleTest's shape) to FILE"}, render_junit);
   return reporter;
 }
 

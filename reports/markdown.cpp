@@ -97,34 +97,29 @@ std::string render_markdown(const RunReport& report) {
 
 namespace {
 
-// To FILE, and appended to the job summary when GitHub Actions sets $GITHUB_STEP_SUMMARY.
-class MarkdownReport final : public Reporter {
- public:
-  const char* flag() const override { return "markdown"; }
-  const char* help() const override {
-    return "write a Markdown summary to FILE (also appended to $GITHUB_STEP_SUMMARY)";
-  }
-  bool runs_without_destination() const override { return step_summary() != nullptr; }
-  void write(const ReportContext& ctx, const std::string& path) const override {
-    const std::string md = render_markdown(ctx.report);
-    if (!path.empty()) write_text_report(path, md);
-    if (const char* summary = step_summary()) {
-      std::ofstream out(summary, std::ios::app);
-      out << md << '\n';
-    }
-  }
+// The job summary file GitHub Actions names in $GITHUB_STEP_SUMMARY, or null.
+const char* step_summary() {
+  const char* s = std::getenv("GITHUB_STEP_SUMMARY");
+  return s && *s ? s : nullptr;
+}
 
- private:
-  static const char* step_summary() {
-    const char* s = std::getenv("GITHUB_STEP_SUMMARY");
-    return s && *s ? s : nullptr;
+// To FILE, and appended to the job summary (an append, not a replacement: other steps write there too).
+void write_markdown(const ReportContext& ctx, const std::string& path) {
+  const std::string md = render_markdown(ctx.report);
+  if (!path.empty()) write_text_report(path, md);
+  if (const char* summary = step_summary()) {
+    std::ofstream out(summary, std::ios::app);
+    out << md << '\n';
   }
-};
+}
 
 }  // namespace
 
 const Reporter& markdown_reporter() {
-  static const MarkdownReport reporter;
+  static const Reporter reporter({.flag = "markdown",
+                                  .help = "write a Markdown summary to FILE (also appended to $GITHUB_STEP_SUMMARY)",
+                                  .runs_without_destination = [] { return step_summary() != nullptr; }},
+                                 write_markdown);
   return reporter;
 }
 

@@ -25,6 +25,8 @@ struct ReportError : std::runtime_error {
 };
 
 nlohmann::json report_to_json(const RunReport& report);
+// The JSON report's text: report_to_json indented by two, ending in a newline.
+std::string render_json_report(const RunReport& report);
 // Writes atomically (temporary file, then rename). Throws ReportError naming the path.
 void write_json_report(const std::string& path, const RunReport& report);
 // Throws ReportError naming the file and what is wrong with it.

@@ -1,5 +1,5 @@
-// A report format. Each format is one class in its own file under reports/, plus one line in
-// reports/reporters.cpp. The command line (its flag), the check that every destination is
+// A report format. Each format is one file under reports/ that builds its Reporter, plus one line
+// in reports/reporters.cpp. The command line (its flag), the check that every destination is
 // writable before the first case, the end of a run and `merge` all go through that one list.
 #pragma once
 
@@ -8,6 +8,7 @@
 #include <functional>
 #include <ostream>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace mpscheck {
@@ -32,40 +33,47 @@ enum class Destination {
   Folder,   // --FLAG DIR
 };
 
-class Reporter {
+// A report format: what the command line, the writability check and the end of a run need to
+// know about it, and how it writes. A format is one of these, built in its own file under
+// reports/ by `const Reporter& NAME_reporter()`, plus its line in reports/reporters.cpp; no
+// format derives a class of its own.
+class Reporter final {
  public:
-  virtual ~Reporter() = default;
-  // The command-line flag without dashes ("junit" is --junit FILE); empty for the console.
-  virtual const char* flag() const = 0;
-  // One line for --help.
-  virtual const char* help() const = 0;
-  virtual Destination destination() const { return Destination::File; }
-  // Where the report goes when its flag is absent; empty: it is not written. The JSON report
-  // always is, into the report folder.
-  virtual std::string default_destination(const std::string& report_dir) const { return {}; }
-  // Runs even without a destination (the console; Markdown under GitHub Actions).
-  virtual bool runs_without_destination() const { return false; }
-  // Whether `merge`, which has results but no loaded cases, offers it.
-  virtual bool in_merge() const { return true; }
-  // Writes the report to `destination` (empty when runs_without_destination allowed it).
-  // Throws ReportError naming the path on failure.
-  virtual void write(const ReportContext& context, const std::string& destination) const = 0;
-};
+  struct Traits {
+    const char* flag;  // the command-line flag without dashes ("junit" is --junit FILE); empty for the console
+    const char* help;  // one line for --help
+    Destination destination = Destination::File;
+    // A file name in the report folder written when the flag is absent (the JSON record); null:
+    // without its flag the format is not written.
+    const char* default_file = nullptr;
+    // Asked when the run ends: whether it writes even without a destination (the console; the
+    // Markdown summary under GitHub Actions). Null: never.
+    bool (*runs_without_destination)() = nullptr;
+    bool in_merge = true;  // whether `merge`, which has results but no loaded cases, offers it
+  };
+  // Writes the report to `destination` (empty when runs_without_destination allowed it). Throws
+  // ReportError naming the path on failure.
+  using Write = std::function<void(const ReportContext& context, const std::string& destination)>;
+  // The common case: a text rendered from the results alone.
+  using Render = std::string (*)(const RunReport& report);
 
-// The common shape: a report rendered from the results alone into one text file (CSV, JUnit,
-// HTML). Such a format is its render function plus this, constructed with its flag and help line.
-class RenderedFileReporter final : public Reporter {
- public:
-  using Render = std::string (*)(const RunReport&);
-  RenderedFileReporter(const char* flag, const char* help, Render render) : flag_(flag), help_(help), render_(render) {}
-  const char* flag() const override { return flag_; }
-  const char* help() const override { return help_; }
-  void write(const ReportContext& context, const std::string& destination) const override;
+  Reporter(Traits traits, Write write) : traits_(traits), write_(std::move(write)) {}
+  // A file format rendered from the results alone (CSV, JUnit, HTML, JSON): `render`'s text goes
+  // to the destination through the one atomic writer, write_text_report.
+  Reporter(Traits traits, Render render);
+
+  const char* flag() const { return traits_.flag; }
+  const char* help() const { return traits_.help; }
+  Destination destination() const { return traits_.destination; }
+  bool in_merge() const { return traits_.in_merge; }
+  // Where the report goes when its flag is absent: REPORT-DIR/default_file, or empty.
+  std::string default_destination(const std::string& report_dir) const;
+  bool runs_without_destination() const { return traits_.runs_without_destination && traits_.runs_without_destination(); }
+  void write(const ReportContext& context, const std::string& destination) const { write_(context, destination); }
 
  private:
-  const char* flag_;
-  const char* help_;
-  Render render_;
+  Traits traits_;
+  Write write_;
 };
 
 // Every format, in the order a run writes them: the JSON report first (the record), the console

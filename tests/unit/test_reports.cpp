@@ -581,3 +581,53 @@ TEST(CsvReport, OneRowPerCaseQuotedAndEmptyWhereNotApplicable) {
   EXPECT_NE(rows[2].find("\"out: 3, \"\"first\"\"\nat [7]\""), std::string::npos) << rows[2];
   EXPECT_NE(rows[3].find(",crash,,,,,,,,,,"), std::string::npos) << rows[3];
 }
+
+// The registry is the whole command-line surface of the formats: one flag each, none shared, only
+// the console without one, and only the JSON record written where no flag asks for it.
+TEST(Reporters, EveryRegisteredReporterHasItsOwnFlag) {
+  std::set<std::string> flags;
+  int consoles = 0;
+  for (const Reporter* r : reporters()) {
+    const std::string flag = r->flag();
+    EXPECT_TRUE(flags.insert(flag).second) << "two reporters claim --" << flag;
+    if (r->destination() == Destination::Console) {
+      ++consoles;
+      EXPECT_TRUE(flag.empty()) << flag;
+      continue;
+    }
+    ASSERT_FALSE(flag.empty()) << r->help();
+    EXPECT_EQ(flag.find_first_not_of("abcdefghijklmnopqrstuvwxyz-"), std::string::npos) << flag;
+    EXPECT_NE(flag.front(), '-') << flag;
+    EXPECT_EQ(r->default_destination("out"), flag == "json" ? "out/report.json" : "") << flag;
+  }
+  EXPECT_EQ(consoles, 1);
+}
+
+// A format that cannot write says which file: for every file and folder format, a destination
+// under a plain file (which no folder can be made in) fails with a ReportError naming the path.
+TEST(Reporters, AFailingWriteNamesTheFile) {
+  namespace fs = std::filesystem;
+  const fs::path blocker = fs::temp_directory_path() / ("mpscheck-reporter-blocker-" + std::to_string(::getpid()));
+  std::ofstream(blocker) << "a file, not a folder";
+  RunReport report;
+  report.run["target"] = "mps";
+  report.cases = {make_case("op/unary/exp/f32/contiguous/forward", Status::Mismatch, "out: 3 of 32 elements")};
+  std::ostringstream console;
+  const ReproTarget rt{"mps", "float32", 0, true};
+  const ReportContext ctx{report, "", &rt, nullptr, console, false};
+  int tried = 0;
+  for (const Reporter* r : reporters()) {
+    if (r->destination() == Destination::Console) continue;
+    const std::string flag = r->flag();
+    const std::string destination = (blocker / (flag + ".out")).string();
+    ++tried;
+    try {
+      r->write(ctx, destination);
+      ADD_FAILURE() << "--" << flag << " wrote under a plain file without an error";
+    } catch (const ReportError& e) {
+      EXPECT_NE(std::string(e.what()).find(destination), std::string::npos) << flag << ": " << e.what();
+    }
+  }
+  EXPECT_GE(tried, 5);
+  fs::remove(blocker);
+}
