@@ -2,9 +2,17 @@
 // no table holds is refused rather than read as some default.
 #include <mpscheck/result.hpp>
 
+#include "reports/report.hpp"
+
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
 #include <stdexcept>
+#include <string>
+#include <utility>
 
 using namespace mpscheck;
 
@@ -62,4 +70,33 @@ TEST(Vocabulary, CaseResultKeepsItsWordsThroughJson) {
   bad = j;
   bad["kind"] = "layer";
   EXPECT_THROW(bad.get<CaseResult>(), std::invalid_argument);
+}
+
+// Reading a report back goes through the same tables: a word none of them holds makes the file
+// refused, naming the file and the word, rather than read as "not timed" or "op".
+TEST(Vocabulary, AReportWithAnUnknownWordIsRefusedNamingTheFile) {
+  namespace fs = std::filesystem;
+  CaseResult r;
+  r.id = "op/unary/abs/f32/contiguous/forward";
+  r.status = Status::Pass;
+  r.speed_class = SpeedClass::Faster;
+  r.recommendation = Recommendation::Accelerate;
+  RunReport report;
+  report.cases = {r};
+  const fs::path path = fs::temp_directory_path() / ("mpscheck-vocabulary-" + std::to_string(::getpid()) + ".json");
+  for (const auto& [field, word] : {std::pair{"speed_class", "quicker"}, {"recommendation", "speed up"}, {"kind", "layer"}}) {
+    nlohmann::json j = report_to_json(report);
+    j["cases"][0][field] = word;
+    std::ofstream(path) << j.dump();
+    try {
+      (void)read_json_report(path.string());
+      ADD_FAILURE() << field << " '" << word << "' was accepted";
+    } catch (const ReportError& e) {
+      EXPECT_NE(std::string(e.what()).find(path.string()), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find(word), std::string::npos) << e.what();
+    }
+  }
+  write_json_report(path.string(), report);
+  EXPECT_EQ(read_json_report(path.string()).cases.at(0).speed_class, SpeedClass::Faster);
+  fs::remove(path);
 }
