@@ -35,13 +35,25 @@ inline at::Tensor tap(const std::string& layer, const at::Tensor& x) {
   return x;
 }
 
+// The forward most models take: the network on the batch's inputs, in order (one or two of
+// them). Empty for any other network; its def sets forward itself.
+template <class Net>
+std::function<at::Tensor(Net& net, const Batch& batch)> forward_inputs() {
+  if constexpr (requires(Net& net, const at::Tensor& x) { net->forward(x); })
+    return [](Net& net, const Batch& b) { return net->forward(b.inputs.at(0)); };
+  else if constexpr (requires(Net& net, const at::Tensor& x) { net->forward(x, x); })
+    return [](Net& net, const Batch& b) { return net->forward(b.inputs.at(0), b.inputs.at(1)); };
+  else
+    return nullptr;
+}
+
 template <class Net>
 struct ModelDef {
   std::string name;
   std::vector<std::string> tags;
   std::function<Net(bool quick)> build;
   std::function<Batch(bool quick, at::Generator& gen)> batch;  // CPU tensors
-  std::function<at::Tensor(Net& net, const Batch& batch)> forward;
+  std::function<at::Tensor(Net& net, const Batch& batch)> forward = forward_inputs<Net>();  // see forward_inputs
   std::function<at::Tensor(const at::Tensor& output, const Batch& batch)> loss;
   std::function<std::unique_ptr<torch::optim::Optimizer>(std::vector<at::Tensor> params)> optimizer;
   int steps = 4;
@@ -181,6 +193,65 @@ template <class Net>
 void add_model(Catalog& catalog, const ModelDef<Net>& def) {
   catalog.add(std::make_unique<ModelWorkload<Net>>(def, false));
   catalog.add(std::make_unique<ModelWorkload<Net>>(def, true));
+}
+
+// For a model whose inference and training cases need different batches or configs: build and
+// batch are not told which mode they serve (the reports infer at batch 1 but train on a batch),
+// so each mode gets its own def. Both must carry the same name.
+template <class Net>
+void add_model(Catalog& catalog, ModelDef<Net> infer, ModelDef<Net> train) {
+  TORCH_CHECK(infer.name == train.name, "infer and train definitions must share a name: ", infer.name, " vs ",
+              train.name);
+  catalog.add(std::make_unique<ModelWorkload<Net>>(std::move(infer), false));
+  catalog.add(std::make_unique<ModelWorkload<Net>>(std::move(train), true));
+}
+
+// Pieces most defs share; a def sets its own where the family differs.
+
+// loss: cross-entropy of logits [N, classes] against integer labels [N].
+inline at::Tensor cross_entropy(const at::Tensor& out, const Batch& b) {
+  return torch::cross_entropy_loss(out, b.target);
+}
+
+// optimizer: an `Optim` over the parameters with fixed options, e.g.
+// `def.optimizer = model::optimizer<torch::optim::Adam>(torch::optim::AdamOptions(1e-3));`
+template <class Optim, class Options>
+std::function<std::unique_ptr<torch::optim::Optimizer>(std::vector<at::Tensor>)> optimizer(Options options) {
+  return [options](std::vector<at::Tensor> params) { return std::make_unique<Optim>(std::move(params), options); };
+}
+
+// Images in [0, 1) and class labels, drawn on CPU from the case's generator.
+inline Batch image_batch(at::Generator& gen, int64_t n, int64_t channels, int64_t size, int64_t classes) {
+  return Batch{{at::rand({n, channels, size, size}, gen, at::kFloat)}, at::randint(0, classes, {n}, gen, at::kLong)};
+}
+
+// What an image classifier's cases draw: `batch` images of channels x size x size in [0, 1)
+// and labels in [0, classes); quick runs draw `quick_batch` images of quick_size x quick_size.
+struct Images {
+  int64_t channels, size, classes;
+  int64_t batch, quick_batch, quick_size;
+};
+
+// MNIST-shaped images: 1x28x28, 10 classes, `batch` of them (8 in quick runs).
+inline Images mnist_images(int64_t batch) {
+  return {.channels = 1, .size = 28, .classes = 10, .batch = batch, .quick_batch = 8, .quick_size = 28};
+}
+
+// An image classifier's def: seeded images and labels, the network on the images, cross-entropy.
+// The family adds its optimizer and steps.
+template <class Net>
+ModelDef<Net> image_classifier(std::string name, std::vector<std::string> tags, std::function<Net(bool quick)> build,
+                               Images images) {
+  ModelDef<Net> def;
+  def.name = std::move(name);
+  def.tags = std::move(tags);
+  def.build = std::move(build);
+  def.batch = [images](bool quick, at::Generator& gen) {
+    return image_batch(gen, quick ? images.quick_batch : images.batch, images.channels,
+                       quick ? images.quick_size : images.size, images.classes);
+  };
+  def.loss = cross_entropy;
+  return def;
 }
 
 }  // namespace mpscheck::model

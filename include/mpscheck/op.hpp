@@ -173,6 +173,13 @@ inline const DTypes f32_ints = {c10::kFloat, c10::kLong, c10::kInt};
 inline const DTypes all = {c10::kFloat, c10::kHalf, c10::kBFloat16, c10::kLong, c10::kInt};
 }  // namespace dtypes
 
+// The layout sets cases are declared over.
+namespace layouts {
+// The first argument contiguous, transposed and sliced: the views an elementwise op or a
+// reduction reads most often.
+inline const Variants strided = {Variant::contiguous(), Variant::transposed(), Variant::sliced()};
+}  // namespace layouts
+
 // Which dtypes a case runs in, and the layout variants each dtype gets: float32 gets `variants`,
 // the other dtypes `others` where that is set (usually fewer layouts), else `variants` too.
 // Cases are made dtype by dtype, in the order given.

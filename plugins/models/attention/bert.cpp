@@ -71,62 +71,50 @@ torch::Tensor BertImpl::forward(const torch::Tensor& ids, const torch::Tensor& k
 namespace {
 
 using mpscheck::attention::BertConfig;
-
-struct BertVariant {
-  const char* name;
-  BertConfig full, quick;
-  int64_t length, infer_batch, train_batch, train_length;
-};
+using mpscheck::attention::Size;
 
 // bert_small is Google's BERT-Small (L=4, H=512); quick: two layers, width 64, 16 tokens.
 // Training runs 2 sequences of 32 (base) or 64 (small) tokens so its steps fit a CPU case.
-const BertVariant kBertVariants[] = {
+constexpr BertConfig kBertBase = {.vocab = 30522, .max_positions = 512, .type_vocab = 2, .layers = 12, .width = 768,
+                                  .heads = 12, .ffn = 3072, .labels = 2, .dropout = 0.1};
+constexpr BertConfig kBertSmall = {.vocab = 30522, .max_positions = 512, .type_vocab = 2, .layers = 4, .width = 512,
+                                   .heads = 8, .ffn = 2048, .labels = 2, .dropout = 0.1};
+const mpscheck::attention::Sizes<BertConfig> kBertModels[] = {
     {.name = "bert_base",
-     .full = {.vocab = 30522, .max_positions = 512, .type_vocab = 2, .layers = 12, .width = 768, .heads = 12, .ffn = 3072, .labels = 2, .dropout = 0.1},
-     .quick = {.vocab = 1000, .max_positions = 64, .type_vocab = 2, .layers = 2, .width = 64, .heads = 4, .ffn = 128, .labels = 2, .dropout = 0.1},
-     .length = 128, .infer_batch = 1, .train_batch = 2, .train_length = 32},
+     .infer = {.config = kBertBase, .batch = 1, .length = 128},
+     .train = {.config = kBertBase, .batch = 2, .length = 32},
+     .quick = {.config = {.vocab = 1000, .max_positions = 64, .type_vocab = 2, .layers = 2, .width = 64, .heads = 4, .ffn = 128, .labels = 2, .dropout = 0.1},
+               .batch = 2, .length = 16}},
     {.name = "bert_small",
-     .full = {.vocab = 30522, .max_positions = 512, .type_vocab = 2, .layers = 4, .width = 512, .heads = 8, .ffn = 2048, .labels = 2, .dropout = 0.1},
-     .quick = {.vocab = 1000, .max_positions = 64, .type_vocab = 2, .layers = 2, .width = 48, .heads = 4, .ffn = 96, .labels = 2, .dropout = 0.1},
-     .length = 128, .infer_batch = 1, .train_batch = 2, .train_length = 64},
+     .infer = {.config = kBertSmall, .batch = 1, .length = 128},
+     .train = {.config = kBertSmall, .batch = 2, .length = 64},
+     .quick = {.config = {.vocab = 1000, .max_positions = 64, .type_vocab = 2, .layers = 2, .width = 48, .heads = 4, .ffn = 96, .labels = 2, .dropout = 0.1},
+               .batch = 2, .length = 16}},
 };
 
 // Token ids with right padding: with one row it is padded after 3/4 of the sequence; with more,
 // row 0 is full and later rows are progressively shorter.
-mpscheck::model::Batch bert_batch(const BertConfig& c, int64_t n, int64_t t, at::Generator& gen) {
-  auto ids = at::randint(1, c.vocab, {n, t}, gen, at::kLong);
+mpscheck::model::Batch bert_batch(const Size<BertConfig>& size, at::Generator& gen) {
+  const int64_t n = size.batch, t = size.length;
+  auto ids = at::randint(1, size.config.vocab, {n, t}, gen, at::kLong);
   auto keep = at::ones({n, t}, at::kLong);
   for (int64_t r = 0; r < n; ++r) {
     const int64_t len = n == 1 ? t * 3 / 4 : t - r * t / (2 * n);
     keep[r].slice(0, len).zero_();
     ids[r].slice(0, len).zero_();  // [PAD] is id 0
   }
-  return {{ids, keep}, at::randint(0, c.labels, {n}, gen, at::kLong)};
-}
-
-mpscheck::model::ModelDef<mpscheck::attention::Bert> bert_def(const BertVariant& v, bool train) {
-  using namespace mpscheck;
-  model::ModelDef<attention::Bert> def;
-  def.name = v.name;
-  def.tags = {"bert", "attention", "text"};
-  def.build = [v](bool quick) { return attention::Bert(quick ? v.quick : v.full); };
-  def.batch = [v, train](bool quick, at::Generator& gen) {
-    if (quick) return bert_batch(v.quick, 2, 16, gen);
-    return train ? bert_batch(v.full, v.train_batch, v.train_length, gen) : bert_batch(v.full, v.infer_batch, v.length, gen);
-  };
-  def.forward = [](attention::Bert& net, const model::Batch& b) { return net->forward(b.inputs[0], b.inputs[1]); };
-  def.loss = [](const at::Tensor& out, const model::Batch& b) { return torch::cross_entropy_loss(out, b.target); };
-  // Fine-tuning set-up: AdamW at 2e-5.
-  def.optimizer = [](std::vector<at::Tensor> p) {
-    return std::make_unique<torch::optim::AdamW>(std::move(p), torch::optim::AdamWOptions(2e-5).weight_decay(0.01));
-  };
-  def.steps = 3;
-  return def;
+  return {{ids, keep}, at::randint(0, size.config.labels, {n}, gen, at::kLong)};
 }
 
 }  // namespace
 
 MPSCHECK_CATALOG(bert_models) {
-  for (const BertVariant& v : kBertVariants)
-    mpscheck::attention::add_model(catalog, bert_def(v, false), bert_def(v, true));
+  using namespace mpscheck;
+  model::ModelDef<attention::Bert> def;
+  def.tags = {"bert", "attention", "text"};
+  def.loss = model::cross_entropy;
+  // Fine-tuning set-up: AdamW at 2e-5.
+  def.optimizer = model::optimizer<torch::optim::AdamW>(torch::optim::AdamWOptions(2e-5).weight_decay(0.01));
+  def.steps = 3;
+  attention::add_sized(catalog, kBertModels, def, bert_batch);
 }

@@ -9,8 +9,15 @@
 namespace mpscheck::attention {
 
 struct BertConfig {
-  int64_t vocab, max_positions, type_vocab, layers, width, heads, ffn, labels;
-  double dropout;
+  int64_t vocab;          // token ids are in [0, vocab); id 0 is [PAD]
+  int64_t max_positions;  // the longest sequence: rows of the position embedding
+  int64_t type_vocab;     // token types (segments); every token here is type 0
+  int64_t layers;         // encoder layers
+  int64_t width;          // hidden width
+  int64_t heads;          // attention heads per layer
+  int64_t ffn;            // hidden width of each layer's feed-forward
+  int64_t labels;         // classifier logits out
+  double dropout;         // after embeddings, attention, feed-forward and pooler (off in training cases)
 };
 
 struct BertImpl : torch::nn::Module {

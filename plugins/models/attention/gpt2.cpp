@@ -45,59 +45,36 @@ namespace {
 
 using mpscheck::attention::Gpt2Config;
 
-struct Gpt2Variant {
-  const char* name;
-  Gpt2Config full, train, quick;  // train: the architecture at a size whose steps fit a CPU case
-  int64_t length, infer_batch, train_batch, train_length;
-};
-
 // gpt2 is GPT-2 small (124M); gpt2_tiny keeps its vocabulary at 4 layers of width 256.
 // Training runs 2 sequences of 32 (small) or 64 (tiny) tokens, and gpt2 trains DistilGPT-2's
 // 6 layers: at 12 layers a step took ~8 s and the case over 4 minutes on the shared 2 cores.
-const Gpt2Variant kGpt2Variants[] = {
+const mpscheck::attention::Sizes<Gpt2Config> kGpt2Models[] = {
     {.name = "gpt2",
-     .full = {.vocab = 50257, .context = 1024, .layers = 12, .width = 768, .heads = 12, .dropout = 0.1},
-     .train = {.vocab = 50257, .context = 1024, .layers = 6, .width = 768, .heads = 12, .dropout = 0.1},
-     .quick = {.vocab = 512, .context = 32, .layers = 2, .width = 64, .heads = 4, .dropout = 0.1},
-     .length = 128, .infer_batch = 1, .train_batch = 2, .train_length = 32},
+     .infer = {.config = {.vocab = 50257, .context = 1024, .layers = 12, .width = 768, .heads = 12, .dropout = 0.1}, .batch = 1, .length = 128},
+     .train = {.config = {.vocab = 50257, .context = 1024, .layers = 6, .width = 768, .heads = 12, .dropout = 0.1}, .batch = 2, .length = 32},
+     .quick = {.config = {.vocab = 512, .context = 32, .layers = 2, .width = 64, .heads = 4, .dropout = 0.1}, .batch = 2, .length = 16}},
     {.name = "gpt2_tiny",
-     .full = {.vocab = 50257, .context = 256, .layers = 4, .width = 256, .heads = 4, .dropout = 0.1},
-     .train = {.vocab = 50257, .context = 256, .layers = 4, .width = 256, .heads = 4, .dropout = 0.1},
-     .quick = {.vocab = 512, .context = 32, .layers = 2, .width = 32, .heads = 2, .dropout = 0.1},
-     .length = 128, .infer_batch = 1, .train_batch = 2, .train_length = 64},
+     .infer = {.config = {.vocab = 50257, .context = 256, .layers = 4, .width = 256, .heads = 4, .dropout = 0.1}, .batch = 1, .length = 128},
+     .train = {.config = {.vocab = 50257, .context = 256, .layers = 4, .width = 256, .heads = 4, .dropout = 0.1}, .batch = 2, .length = 64},
+     .quick = {.config = {.vocab = 512, .context = 32, .layers = 2, .width = 32, .heads = 2, .dropout = 0.1}, .batch = 2, .length = 16}},
 };
 
 // The sequence is its own target, shifted by one token.
-mpscheck::model::Batch gpt2_batch(const Gpt2Config& c, int64_t n, int64_t t, at::Generator& gen) {
-  auto ids = at::randint(0, c.vocab, {n, t + 1}, gen, at::kLong);
-  return {{ids.slice(1, 0, t).contiguous()}, ids.slice(1, 1).contiguous()};
-}
-
-mpscheck::model::ModelDef<mpscheck::attention::Gpt2> gpt2_def(const Gpt2Variant& v, bool train) {
-  using namespace mpscheck;
-  model::ModelDef<attention::Gpt2> def;
-  def.name = v.name;
-  def.tags = {"gpt2", "attention", "text", "causal"};
-  const Gpt2Config& full = train ? v.train : v.full;
-  def.build = [v, full](bool quick) { return attention::Gpt2(quick ? v.quick : full); };
-  def.batch = [v, train](bool quick, at::Generator& gen) {
-    if (quick) return gpt2_batch(v.quick, 2, 16, gen);
-    return train ? gpt2_batch(v.train, v.train_batch, v.train_length, gen) : gpt2_batch(v.full, v.infer_batch, v.length, gen);
-  };
-  def.forward = [](attention::Gpt2& net, const model::Batch& b) { return net->forward(b.inputs[0]); };
-  def.loss = [](const at::Tensor& logits, const model::Batch& b) {
-    return torch::cross_entropy_loss(logits.reshape({-1, logits.size(-1)}), b.target.reshape({-1}));
-  };
-  def.optimizer = [](std::vector<at::Tensor> p) {
-    return std::make_unique<torch::optim::AdamW>(std::move(p), torch::optim::AdamWOptions(3e-4).weight_decay(0.1));
-  };
-  def.steps = train ? 2 : 3;
-  return def;
+mpscheck::model::Batch gpt2_batch(const mpscheck::attention::Size<Gpt2Config>& size, at::Generator& gen) {
+  auto ids = at::randint(0, size.config.vocab, {size.batch, size.length + 1}, gen, at::kLong);
+  return {{ids.slice(1, 0, size.length).contiguous()}, ids.slice(1, 1).contiguous()};
 }
 
 }  // namespace
 
 MPSCHECK_CATALOG(gpt2_models) {
-  for (const Gpt2Variant& v : kGpt2Variants)
-    mpscheck::attention::add_model(catalog, gpt2_def(v, false), gpt2_def(v, true));
+  using namespace mpscheck;
+  model::ModelDef<attention::Gpt2> def;
+  def.tags = {"gpt2", "attention", "text", "causal"};
+  def.loss = [](const at::Tensor& logits, const model::Batch& b) {
+    return torch::cross_entropy_loss(logits.reshape({-1, logits.size(-1)}), b.target.reshape({-1}));
+  };
+  def.optimizer = model::optimizer<torch::optim::AdamW>(torch::optim::AdamWOptions(3e-4).weight_decay(0.1));
+  def.steps = 2;
+  attention::add_sized(catalog, kGpt2Models, def, gpt2_batch);
 }

@@ -8,8 +8,12 @@
 namespace mpscheck::attention {
 
 struct Gpt2Config {
-  int64_t vocab, context, layers, width, heads;
-  double dropout;
+  int64_t vocab;    // token ids are in [0, vocab); the tied LM head scores each of them
+  int64_t context;  // the longest sequence: rows of the position embedding
+  int64_t layers;   // decoder blocks
+  int64_t width;    // model width; the MLP is 4x as wide
+  int64_t heads;    // attention heads per block
+  double dropout;   // after the embeddings, attention and MLP (off in training cases)
 };
 
 struct Gpt2Impl : torch::nn::Module {

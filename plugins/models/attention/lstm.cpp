@@ -31,42 +31,28 @@ namespace {
 
 using mpscheck::attention::LstmConfig;
 
-struct LstmVariant {
-  const char* name;
-  LstmConfig full, quick;
-  int64_t length, infer_batch, train_batch;
-};
-
 // A news-topic classifier: 20k vocabulary, 4 classes, 128-token texts.
-const LstmVariant kLstmVariants[] = {
+constexpr LstmConfig kLstmText = {.vocab = 20000, .embed = 128, .hidden = 256, .layers = 2, .classes = 4, .dropout = 0.2};
+const mpscheck::attention::Sizes<LstmConfig> kLstmModels[] = {
     {.name = "lstm_text",
-     .full = {.vocab = 20000, .embed = 128, .hidden = 256, .layers = 2, .classes = 4, .dropout = 0.2},
-     .quick = {.vocab = 200, .embed = 16, .hidden = 32, .layers = 2, .classes = 4, .dropout = 0.2},
-     .length = 128, .infer_batch = 8, .train_batch = 16},
+     .infer = {.config = kLstmText, .batch = 8, .length = 128},
+     .train = {.config = kLstmText, .batch = 16, .length = 128},
+     .quick = {.config = {.vocab = 200, .embed = 16, .hidden = 32, .layers = 2, .classes = 4, .dropout = 0.2},
+               .batch = 2, .length = 12}},
 };
 
-mpscheck::model::ModelDef<mpscheck::attention::LstmClassifier> lstm_def(const LstmVariant& v, bool train) {
-  using namespace mpscheck;
-  model::ModelDef<attention::LstmClassifier> def;
-  def.name = v.name;
-  def.tags = {"lstm", "recurrent", "text"};
-  def.build = [v](bool quick) { return attention::LstmClassifier(quick ? v.quick : v.full); };
-  def.batch = [v, train](bool quick, at::Generator& gen) {
-    const LstmConfig& c = quick ? v.quick : v.full;
-    const int64_t n = quick ? 2 : train ? v.train_batch : v.infer_batch, t = quick ? 12 : v.length;
-    return model::Batch{{at::randint(0, c.vocab, {n, t}, gen, at::kLong)}, at::randint(0, c.classes, {n}, gen, at::kLong)};
-  };
-  def.forward = [](attention::LstmClassifier& net, const model::Batch& b) { return net->forward(b.inputs[0]); };
-  def.loss = [](const at::Tensor& out, const model::Batch& b) { return torch::cross_entropy_loss(out, b.target); };
-  def.optimizer = [](std::vector<at::Tensor> p) {
-    return std::make_unique<torch::optim::Adam>(std::move(p), torch::optim::AdamOptions(1e-3));
-  };
-  return def;
+mpscheck::model::Batch lstm_batch(const mpscheck::attention::Size<LstmConfig>& size, at::Generator& gen) {
+  return {{at::randint(0, size.config.vocab, {size.batch, size.length}, gen, at::kLong)},
+          at::randint(0, size.config.classes, {size.batch}, gen, at::kLong)};
 }
 
 }  // namespace
 
 MPSCHECK_CATALOG(lstm_models) {
-  for (const LstmVariant& v : kLstmVariants)
-    mpscheck::attention::add_model(catalog, lstm_def(v, false), lstm_def(v, true));
+  using namespace mpscheck;
+  model::ModelDef<attention::LstmClassifier> def;
+  def.tags = {"lstm", "recurrent", "text"};
+  def.loss = model::cross_entropy;
+  def.optimizer = model::optimizer<torch::optim::Adam>(torch::optim::AdamOptions(1e-3));
+  attention::add_sized(catalog, kLstmModels, def, lstm_batch);
 }

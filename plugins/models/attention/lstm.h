@@ -7,8 +7,12 @@
 namespace mpscheck::attention {
 
 struct LstmConfig {
-  int64_t vocab, embed, hidden, layers, classes;
-  double dropout;
+  int64_t vocab;    // token ids are in [0, vocab)
+  int64_t embed;    // embedding width: the LSTM's input size
+  int64_t hidden;   // LSTM state width, and the classifier's input
+  int64_t layers;   // stacked LSTM layers
+  int64_t classes;  // logits out
+  double dropout;   // before the classifier (off in training cases)
 };
 
 struct LstmClassifierImpl : torch::nn::Module {

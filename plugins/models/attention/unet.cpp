@@ -167,27 +167,25 @@ namespace {
 
 using mpscheck::attention::UNetConfig;
 
-struct UNetVariant {
-  const char* name;
-  UNetConfig full, quick;
-  int64_t infer_batch, train_batch;
-};
-
 // unet_ddpm: DDPM's CIFAR-10 layout at width 64 (the paper's is 128) to keep a CPU case near a
 // minute; attention at the lowest resolution only.
-const UNetVariant kUNetVariants[] = {
+const UNetConfig kUNetDdpm = {.image = 32, .channels = 3, .base = 64, .mults = {1, 2, 2, 2}, .blocks = 2, .groups = 32,
+                              .heads = 1, .dropout = 0.1};
+const mpscheck::attention::Sizes<UNetConfig> kUNetModels[] = {
     {.name = "unet_ddpm",
-     .full = {.image = 32, .channels = 3, .base = 64, .mults = {1, 2, 2, 2}, .blocks = 2, .groups = 32, .heads = 1,
-              .dropout = 0.1},
-     .quick = {.image = 16, .channels = 3, .base = 16, .mults = {1, 2}, .blocks = 1, .groups = 4, .heads = 2,
-               .dropout = 0.1},
-     .infer_batch = 1, .train_batch = 2},
+     .infer = {.config = kUNetDdpm, .batch = 1},
+     .train = {.config = kUNetDdpm, .batch = 2},
+     .quick = {.config = {.image = 16, .channels = 3, .base = 16, .mults = {1, 2}, .blocks = 1, .groups = 4, .heads = 2,
+                          .dropout = 0.1},
+               .batch = 2}},
 };
 
 constexpr int64_t kDiffusionSteps = 1000;
 
 // x_t = sqrt(abar_t) x0 + sqrt(1 - abar_t) noise with DDPM's linear betas; the target is the noise.
-mpscheck::model::Batch diffusion_batch(const UNetConfig& c, int64_t n, at::Generator& gen) {
+mpscheck::model::Batch diffusion_batch(const mpscheck::attention::Size<UNetConfig>& size, at::Generator& gen) {
+  const UNetConfig& c = size.config;
+  const int64_t n = size.batch;
   auto x0 = at::rand({n, c.channels, c.image, c.image}, gen, at::kFloat) * 2 - 1;
   auto noise = at::randn({n, c.channels, c.image, c.image}, gen, at::kFloat);
   auto t = at::randint(0, kDiffusionSteps, {n}, gen, at::kLong);
@@ -196,27 +194,14 @@ mpscheck::model::Batch diffusion_batch(const UNetConfig& c, int64_t n, at::Gener
   return {{abar.sqrt() * x0 + (1 - abar).sqrt() * noise, t}, noise};
 }
 
-mpscheck::model::ModelDef<mpscheck::attention::UNet> unet_def(const UNetVariant& v, bool train) {
-  using namespace mpscheck;
-  model::ModelDef<attention::UNet> def;
-  def.name = v.name;
-  def.tags = {"unet", "diffusion", "attention", "vision"};
-  def.build = [v](bool quick) { return attention::UNet(quick ? v.quick : v.full); };
-  def.batch = [v, train](bool quick, at::Generator& gen) {
-    return quick ? diffusion_batch(v.quick, 2, gen) : diffusion_batch(v.full, train ? v.train_batch : v.infer_batch, gen);
-  };
-  def.forward = [](attention::UNet& net, const model::Batch& b) { return net->forward(b.inputs[0], b.inputs[1]); };
-  def.loss = [](const at::Tensor& out, const model::Batch& b) { return torch::mse_loss(out, b.target); };
-  def.optimizer = [](std::vector<at::Tensor> p) {
-    return std::make_unique<torch::optim::Adam>(std::move(p), torch::optim::AdamOptions(2e-4));
-  };
-  def.steps = 3;
-  return def;
-}
-
 }  // namespace
 
 MPSCHECK_CATALOG(unet_models) {
-  for (const UNetVariant& v : kUNetVariants)
-    mpscheck::attention::add_model(catalog, unet_def(v, false), unet_def(v, true));
+  using namespace mpscheck;
+  model::ModelDef<attention::UNet> def;
+  def.tags = {"unet", "diffusion", "attention", "vision"};
+  def.loss = [](const at::Tensor& out, const model::Batch& b) { return torch::mse_loss(out, b.target); };
+  def.optimizer = model::optimizer<torch::optim::Adam>(torch::optim::AdamOptions(2e-4));
+  def.steps = 3;
+  attention::add_sized(catalog, kUNetModels, def, diffusion_batch);
 }

@@ -11,10 +11,14 @@
 namespace mpscheck::attention {
 
 struct UNetConfig {
-  int64_t image, channels, base;
+  int64_t image;               // images are image x image; halved once per level after the first
+  int64_t channels;            // image channels, in and out
+  int64_t base;                // channels at the first level, and the timestep embedding width
   std::vector<int64_t> mults;  // channel multiplier per resolution level
-  int64_t blocks, groups, heads;
-  double dropout;
+  int64_t blocks;              // ResBlocks per level on the way down (one more on the way up)
+  int64_t groups;              // GroupNorm groups
+  int64_t heads;               // attention heads at the lowest resolution
+  double dropout;              // inside every ResBlock (off in training cases)
 };
 
 struct UNetImpl : torch::nn::Module {

@@ -40,56 +40,37 @@ namespace {
 
 using mpscheck::attention::VitConfig;
 
-struct VitVariant {
-  const char* name;
-  VitConfig full, train, quick;  // train: the architecture at a size whose steps fit a CPU case
-  int64_t infer_batch, train_batch;
-};
-
 // vit_b16 trains at 112x112 (50 tokens): at 224 one step is ~100 GFLOP, minutes per case on a CPU.
-// quick: the same architecture at a few blocks and a 32x32 image.
-const VitVariant kVitVariants[] = {
+// quick: the same architecture at a few blocks and a 32x32 image. Inference at batch 1 like the
+// seed report; training repeats one small batch.
+constexpr VitConfig kVitTiny = {.image = 224, .patch = 16, .layers = 12, .width = 192, .heads = 3, .mlp = 768,
+                                .classes = 1000, .dropout = 0.0};
+const mpscheck::attention::Sizes<VitConfig> kVitModels[] = {
     {.name = "vit_b16",
-     .full = {.image = 224, .patch = 16, .layers = 12, .width = 768, .heads = 12, .mlp = 3072, .classes = 1000, .dropout = 0.0},
-     .train = {.image = 112, .patch = 16, .layers = 12, .width = 768, .heads = 12, .mlp = 3072, .classes = 1000, .dropout = 0.0},
-     .quick = {.image = 32, .patch = 8, .layers = 2, .width = 64, .heads = 4, .mlp = 128, .classes = 10, .dropout = 0.0},
-     .infer_batch = 1, .train_batch = 2},
+     .infer = {.config = {.image = 224, .patch = 16, .layers = 12, .width = 768, .heads = 12, .mlp = 3072, .classes = 1000, .dropout = 0.0}, .batch = 1},
+     .train = {.config = {.image = 112, .patch = 16, .layers = 12, .width = 768, .heads = 12, .mlp = 3072, .classes = 1000, .dropout = 0.0}, .batch = 2},
+     .quick = {.config = {.image = 32, .patch = 8, .layers = 2, .width = 64, .heads = 4, .mlp = 128, .classes = 10, .dropout = 0.0}, .batch = 2}},
     {.name = "vit_tiny",
-     .full = {.image = 224, .patch = 16, .layers = 12, .width = 192, .heads = 3, .mlp = 768, .classes = 1000, .dropout = 0.0},
-     .train = {.image = 224, .patch = 16, .layers = 12, .width = 192, .heads = 3, .mlp = 768, .classes = 1000, .dropout = 0.0},
-     .quick = {.image = 32, .patch = 4, .layers = 2, .width = 48, .heads = 3, .mlp = 96, .classes = 10, .dropout = 0.0},
-     .infer_batch = 1, .train_batch = 2},
+     .infer = {.config = kVitTiny, .batch = 1},
+     .train = {.config = kVitTiny, .batch = 2},
+     .quick = {.config = {.image = 32, .patch = 4, .layers = 2, .width = 48, .heads = 3, .mlp = 96, .classes = 10, .dropout = 0.0}, .batch = 2}},
 };
 
-}  // namespace
-
-namespace {
-
-mpscheck::model::ModelDef<mpscheck::attention::VisionTransformer> vit_def(const VitVariant& v, bool train) {
-  using namespace mpscheck;
-  model::ModelDef<attention::VisionTransformer> def;
-  def.name = v.name;
-  def.tags = {"seed", "vit", "attention", "vision"};
-  const VitConfig& full = train ? v.train : v.full;
-  def.build = [v, full](bool quick) { return attention::VisionTransformer(quick ? v.quick : full); };
-  // Inference at batch 1 like the seed report; training repeats one small batch.
-  def.batch = [v, full, train](bool quick, at::Generator& gen) {
-    const VitConfig& c = quick ? v.quick : full;
-    const int64_t n = quick ? 2 : train ? v.train_batch : v.infer_batch;
-    return model::Batch{{at::randn({n, 3, c.image, c.image}, gen, at::kFloat)},
-                        at::randint(0, c.classes, {n}, gen, at::kLong)};
-  };
-  def.forward = [](attention::VisionTransformer& net, const model::Batch& b) { return net->forward(b.inputs[0]); };
-  def.loss = [](const at::Tensor& out, const model::Batch& b) { return torch::cross_entropy_loss(out, b.target); };
-  def.optimizer = [](std::vector<at::Tensor> p) {
-    return std::make_unique<torch::optim::AdamW>(std::move(p), torch::optim::AdamWOptions(1e-4));
-  };
-  def.steps = 3;
-  return def;
+// Standard-normal images (not model::image_batch's [0, 1) ones) and class labels.
+mpscheck::model::Batch vit_batch(const mpscheck::attention::Size<VitConfig>& size, at::Generator& gen) {
+  const VitConfig& c = size.config;
+  return {{at::randn({size.batch, 3, c.image, c.image}, gen, at::kFloat)},
+          at::randint(0, c.classes, {size.batch}, gen, at::kLong)};
 }
 
 }  // namespace
 
 MPSCHECK_CATALOG(vit_models) {
-  for (const VitVariant& v : kVitVariants) mpscheck::attention::add_model(catalog, vit_def(v, false), vit_def(v, true));
+  using namespace mpscheck;
+  model::ModelDef<attention::VisionTransformer> def;
+  def.tags = {"seed", "vit", "attention", "vision"};
+  def.loss = model::cross_entropy;
+  def.optimizer = model::optimizer<torch::optim::AdamW>(torch::optim::AdamWOptions(1e-4));
+  def.steps = 3;
+  attention::add_sized(catalog, kVitModels, def, vit_batch);
 }

@@ -8,8 +8,14 @@
 namespace mpscheck::attention {
 
 struct VitConfig {
-  int64_t image, patch, layers, width, heads, mlp, classes;
-  double dropout;
+  int64_t image;    // images are image x image, RGB
+  int64_t patch;    // patch side; image must be a multiple of it
+  int64_t layers;   // encoder blocks
+  int64_t width;    // token width
+  int64_t heads;    // attention heads per block
+  int64_t mlp;      // hidden width of each block's MLP
+  int64_t classes;  // logits out
+  double dropout;   // after the embeddings, attention and MLP (off in training cases)
 };
 
 struct VisionTransformerImpl : torch::nn::Module {

@@ -118,16 +118,13 @@ MPSCHECK_CATALOG(dcgan_models) {
     const int64_t n = quick ? 4 : 64;
     return model::Batch{{at::rand({n, 3, 64, 64}, gen, at::kFloat) * 2 - 1, at::randn({n, 100, 1, 1}, gen, at::kFloat)}, {}};
   };
-  def.forward = [](vision::Dcgan& net, const model::Batch& b) { return net->forward(b.inputs[0], b.inputs[1]); };
   // The compared loss is errG + errD; only errG carries a gradient (D has already stepped).
   def.loss = [](const at::Tensor& out, const model::Batch&) {
     const int64_t n = out.size(0) - 1;
     torch::Tensor scores = out.narrow(0, 0, n);
     return torch::binary_cross_entropy(scores, torch::ones_like(scores)) + out[n];
   };
-  def.optimizer = [](std::vector<at::Tensor> p) {
-    return std::make_unique<torch::optim::Adam>(std::move(p), vision::dcgan_adam_options());
-  };
+  def.optimizer = model::optimizer<torch::optim::Adam>(vision::dcgan_adam_options());
   def.steps = 3;
   def.quick_steps = 2;
   model::add_model(catalog, def);

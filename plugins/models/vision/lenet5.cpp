@@ -25,15 +25,8 @@ torch::Tensor LeNet5Impl::forward(torch::Tensor x) {
 
 MPSCHECK_CATALOG(lenet5_models) {
   using namespace mpscheck;
-  model::ModelDef<vision::LeNet5> def;
-  def.name = "lenet5";
-  def.tags = {"seed", "cnn", "mnist", "vision"};
-  def.build = [](bool) { return vision::LeNet5(); };
-  def.batch = [](bool quick, at::Generator& gen) { return vision::image_batch(gen, quick ? 8 : 64, 1, 28, 10); };
-  def.forward = [](vision::LeNet5& net, const model::Batch& b) { return net->forward(b.inputs[0]); };
-  def.loss = [](const at::Tensor& out, const model::Batch& b) { return torch::cross_entropy_loss(out, b.target); };
-  def.optimizer = [](std::vector<at::Tensor> p) {
-    return std::make_unique<torch::optim::SGD>(std::move(p), torch::optim::SGDOptions(0.01).momentum(0.9));
-  };
+  auto def = model::image_classifier<vision::LeNet5>("lenet5", {"seed", "cnn", "mnist", "vision"},
+                                                     [](bool) { return vision::LeNet5(); }, model::mnist_images(64));
+  def.optimizer = model::optimizer<torch::optim::SGD>(torch::optim::SGDOptions(0.01).momentum(0.9));
   model::add_model(catalog, def);
 }

@@ -58,18 +58,11 @@ torch::Tensor Adadelta::step(LossClosure closure) {
 
 MPSCHECK_CATALOG(mnist_net_models) {
   using namespace mpscheck;
-  model::ModelDef<vision::MnistNet> def;
-  def.name = "mnist_net";
-  def.tags = {"seed", "cnn", "mnist", "vision"};
-  def.build = [](bool) { return vision::MnistNet(); };
   // The example's training batch is 64.
-  def.batch = [](bool quick, at::Generator& gen) { return vision::image_batch(gen, quick ? 8 : 64, 1, 28, 10); };
-  def.forward = [](vision::MnistNet& net, const model::Batch& b) { return net->forward(b.inputs[0]); };
+  auto def = model::image_classifier<vision::MnistNet>("mnist_net", {"seed", "cnn", "mnist", "vision"},
+                                                       [](bool) { return vision::MnistNet(); }, model::mnist_images(64));
+  // The network ends in log_softmax, so the example's loss is the negative log-likelihood.
   def.loss = [](const at::Tensor& out, const model::Batch& b) { return torch::nll_loss(out, b.target); };
-  def.optimizer = [](std::vector<at::Tensor> p) {
-    return std::make_unique<vision::Adadelta>(std::move(p), vision::AdadeltaOptions(1.0));
-  };
-  def.steps = 4;
-  def.quick_steps = 2;
+  def.optimizer = model::optimizer<vision::Adadelta>(vision::AdadeltaOptions(1.0));
   model::add_model(catalog, def);
 }

@@ -3,6 +3,7 @@
 #include "common.h"
 
 #include <string>
+#include <vector>
 
 namespace mpscheck::vision {
 
@@ -14,86 +15,58 @@ nn::Conv2d conv(int64_t in, int64_t out, int64_t k, int64_t stride = 1) {
   return nn::Conv2d(nn::Conv2dOptions(in, out, k).stride(stride).padding(k / 2).bias(false));
 }
 
-// Blocks know their path ("layer2.1") so that their inner layers tap under torchvision's names.
-struct BasicBlockImpl : nn::Module {
-  static constexpr int64_t kExpansion = 1;
-
-  BasicBlockImpl(std::string path, int64_t in, int64_t planes, int64_t stride)
-      : path(std::move(path)),
-        conv1(register_module("conv1", conv(in, planes, 3, stride))),
-        bn1(register_module("bn1", nn::BatchNorm2d(planes))),
-        conv2(register_module("conv2", conv(planes, planes, 3))),
-        bn2(register_module("bn2", nn::BatchNorm2d(planes))) {
-    if (stride != 1 || in != planes) downsample = register_module("downsample", nn::Sequential(conv(in, planes, 1, stride), nn::BatchNorm2d(planes)));
+// A residual block: conv+BN pairs with a ReLU between them, added to the input (through a
+// strided 1x1 conv+BN where the shape changes), then a ReLU. BasicBlock is two 3x3 convs;
+// Bottleneck is 1x1 in, 3x3 carrying the stride (v1.5), 1x1 out to 4x the planes. Blocks know
+// their path ("layer2.1") so that their inner layers tap under torchvision's names.
+struct ResidualBlockImpl : nn::Module {
+  ResidualBlockImpl(std::string path, bool bottleneck, int64_t in, int64_t planes, int64_t stride)
+      : path(std::move(path)) {
+    struct ConvSpec {
+      int64_t in, out, kernel, stride;
+    };
+    const std::vector<ConvSpec> specs =
+        bottleneck ? std::vector<ConvSpec>{{in, planes, 1, 1}, {planes, planes, 3, stride}, {planes, 4 * planes, 1, 1}}
+                   : std::vector<ConvSpec>{{in, planes, 3, stride}, {planes, planes, 3, 1}};
+    for (size_t i = 0; i < specs.size(); ++i) {
+      const ConvSpec& c = specs[i];
+      convs.push_back(register_module("conv" + std::to_string(i + 1), conv(c.in, c.out, c.kernel, c.stride)));
+      norms.push_back(register_module("bn" + std::to_string(i + 1), nn::BatchNorm2d(c.out)));
+    }
+    out_channels = specs.back().out;
+    if (stride != 1 || in != out_channels)
+      downsample = register_module("downsample",
+                                   nn::Sequential(conv(in, out_channels, 1, stride), nn::BatchNorm2d(out_channels)));
   }
 
   torch::Tensor forward(torch::Tensor x) {
-    auto tap = [this](const char* name, torch::Tensor t) { return model::tap(path + "." + name, t); };
-    torch::Tensor out = torch::relu(tap("bn1", bn1->forward(tap("conv1", conv1->forward(x)))));
-    out = tap("bn2", bn2->forward(tap("conv2", conv2->forward(out))));
+    auto tap = [this](const std::string& name, torch::Tensor t) { return model::tap(path + "." + name, t); };
+    torch::Tensor out = x;
+    for (size_t i = 0; i < convs.size(); ++i) {
+      const std::string n = std::to_string(i + 1);
+      out = tap("bn" + n, norms[i]->forward(tap("conv" + n, convs[i]->forward(out))));
+      if (i + 1 < convs.size()) out = torch::relu(out);
+    }
     torch::Tensor identity = downsample ? tap("downsample", downsample->forward(x)) : x;
     return model::tap(path, torch::relu(out + identity));
   }
 
   std::string path;
-  nn::Conv2d conv1;
-  nn::BatchNorm2d bn1;
-  nn::Conv2d conv2;
-  nn::BatchNorm2d bn2;
+  int64_t out_channels = 0;
+  std::vector<nn::Conv2d> convs;
+  std::vector<nn::BatchNorm2d> norms;
   nn::Sequential downsample{nullptr};
 };
-TORCH_MODULE(BasicBlock);
-
-struct BottleneckImpl : nn::Module {
-  static constexpr int64_t kExpansion = 4;
-
-  BottleneckImpl(std::string path, int64_t in, int64_t planes, int64_t stride)
-      : path(std::move(path)),
-        conv1(register_module("conv1", conv(in, planes, 1))),
-        bn1(register_module("bn1", nn::BatchNorm2d(planes))),
-        conv2(register_module("conv2", conv(planes, planes, 3, stride))),
-        bn2(register_module("bn2", nn::BatchNorm2d(planes))),
-        conv3(register_module("conv3", conv(planes, planes * kExpansion, 1))),
-        bn3(register_module("bn3", nn::BatchNorm2d(planes * kExpansion))) {
-    if (stride != 1 || in != planes * kExpansion)
-      downsample = register_module("downsample", nn::Sequential(conv(in, planes * kExpansion, 1, stride),
-                                                                nn::BatchNorm2d(planes * kExpansion)));
-  }
-
-  torch::Tensor forward(torch::Tensor x) {
-    auto tap = [this](const char* name, torch::Tensor t) { return model::tap(path + "." + name, t); };
-    torch::Tensor out = torch::relu(tap("bn1", bn1->forward(tap("conv1", conv1->forward(x)))));
-    out = torch::relu(tap("bn2", bn2->forward(tap("conv2", conv2->forward(out)))));
-    out = tap("bn3", bn3->forward(tap("conv3", conv3->forward(out))));
-    torch::Tensor identity = downsample ? tap("downsample", downsample->forward(x)) : x;
-    return model::tap(path, torch::relu(out + identity));
-  }
-
-  std::string path;
-  nn::Conv2d conv1;
-  nn::BatchNorm2d bn1;
-  nn::Conv2d conv2;
-  nn::BatchNorm2d bn2;
-  nn::Conv2d conv3;
-  nn::BatchNorm2d bn3;
-  nn::Sequential downsample{nullptr};
-};
-TORCH_MODULE(Bottleneck);
+TORCH_MODULE(ResidualBlock);
 
 // One stage: `blocks` blocks, the first one changing stride and width.
 nn::Sequential make_layer(const std::string& name, bool bottleneck, int64_t& in, int64_t planes, int64_t blocks,
                           int64_t stride) {
   nn::Sequential layer;
   for (int64_t i = 0; i < blocks; ++i) {
-    const std::string path = name + "." + std::to_string(i);
-    const int64_t s = i == 0 ? stride : 1;
-    if (bottleneck) {
-      layer->push_back(Bottleneck(path, in, planes, s));
-      in = planes * BottleneckImpl::kExpansion;
-    } else {
-      layer->push_back(BasicBlock(path, in, planes, s));
-      in = planes * BasicBlockImpl::kExpansion;
-    }
+    ResidualBlock block(name + "." + std::to_string(i), bottleneck, in, planes, i == 0 ? stride : 1);
+    in = block->out_channels;
+    layer->push_back(block);
   }
   return layer;
 }

@@ -36,7 +36,6 @@ MPSCHECK_CATALOG(vae_models) {
     const int64_t n = quick ? 16 : 128;
     return model::Batch{{at::rand({n, 1, 28, 28}, gen, at::kFloat), at::randn({n, vision::VaeImpl::kLatent}, gen, at::kFloat)}, {}};
   };
-  def.forward = [](vision::Vae& net, const model::Batch& b) { return net->forward(b.inputs[0], b.inputs[1]); };
   // BCE(recon, x, sum) + KLD, as in the example's loss_function.
   def.loss = [](const at::Tensor& out, const model::Batch& b) {
     const int64_t pixels = b.inputs[0][0].numel();
@@ -47,9 +46,7 @@ MPSCHECK_CATALOG(vae_models) {
     torch::Tensor kld = -0.5 * torch::sum(1 + logvar - mu.pow(2) - logvar.exp());
     return bce + kld;
   };
-  def.optimizer = [](std::vector<at::Tensor> p) {
-    return std::make_unique<torch::optim::Adam>(std::move(p), torch::optim::AdamOptions(1e-3));
-  };
+  def.optimizer = model::optimizer<torch::optim::Adam>(torch::optim::AdamOptions(1e-3));
   // The report's failure grew over several steps: a single step would pass it.
   def.steps = 6;
   def.quick_steps = 3;

@@ -28,10 +28,7 @@ MPSCHECK_CATALOG(mlp_models) {
   def.batch = [](bool quick, at::Generator& gen) {
     return model::Batch{{at::randn({quick ? 64 : 1024, 1024}, gen, at::kFloat)}, {}};
   };
-  def.forward = [](zoo::Mlp& net, const model::Batch& b) { return net->forward(b.inputs[0]); };
   def.loss = [](const at::Tensor& out, const model::Batch&) { return out.mean(); };
-  def.optimizer = [](std::vector<at::Tensor> p) {
-    return std::make_unique<torch::optim::SGD>(std::move(p), torch::optim::SGDOptions(0.01));
-  };
+  def.optimizer = model::optimizer<torch::optim::SGD>(torch::optim::SGDOptions(0.01));
   model::add_model(catalog, def);
 }

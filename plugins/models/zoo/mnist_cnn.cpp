@@ -24,19 +24,10 @@ torch::Tensor MnistCnnImpl::forward(torch::Tensor x) {
 
 MPSCHECK_CATALOG(mnist_cnn_models) {
   using namespace mpscheck;
-  model::ModelDef<zoo::MnistCnn> def;
-  def.name = "mnist_cnn";
-  def.tags = {"seed", "cnn", "mnist"};
-  def.build = [](bool) { return zoo::MnistCnn(); };
-  def.batch = [](bool quick, at::Generator& gen) {
-    const int64_t n = quick ? 8 : 128;  // the report trained with batch 128
-    return model::Batch{{at::rand({n, 1, 28, 28}, gen, at::kFloat)}, at::randint(0, 10, {n}, gen, at::kLong)};
-  };
-  def.forward = [](zoo::MnistCnn& net, const model::Batch& b) { return net->forward(b.inputs[0]); };
-  def.loss = [](const at::Tensor& out, const model::Batch& b) { return torch::cross_entropy_loss(out, b.target); };
-  def.optimizer = [](std::vector<at::Tensor> p) {
-    return std::make_unique<torch::optim::Adam>(std::move(p), torch::optim::AdamOptions(0.01));
-  };
+  // The report trained with batch 128.
+  auto def = model::image_classifier<zoo::MnistCnn>("mnist_cnn", {"seed", "cnn", "mnist"},
+                                                    [](bool) { return zoo::MnistCnn(); }, model::mnist_images(128));
+  def.optimizer = model::optimizer<torch::optim::Adam>(torch::optim::AdamOptions(0.01));
   def.steps = 3;
   model::add_model(catalog, def);
 }

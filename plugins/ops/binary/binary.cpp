@@ -3,7 +3,8 @@
 #include <mpscheck/op.hpp>
 
 #include <cmath>
-#include <tuple>
+#include <functional>
+#include <string>
 
 using namespace mpscheck::op;
 
@@ -24,6 +25,18 @@ Arg exact_grid(const Arg& x) {
   g.layout = x.layout;
   return g;
 }
+
+// A binary op that is the torch function of its name: at::<name>(a, b), torch.<name>(a, b) in Python.
+struct TorchBinary {
+  using Fn = at::Tensor (*)(const at::Tensor&, const at::Tensor&);
+  const char* name;
+  Fn at_fn;
+
+  std::function<at::Tensor(const Tensors&)> fn() const {
+    return [f = at_fn](const Tensors& a) { return f(a[0], a[1]); };
+  }
+  std::string python() const { return std::string("torch.") + name + "(a, b)"; }
+};
 
 // float32: contiguous, transposed a, sliced b, broadcast b; other dtypes: contiguous and broadcast
 // b. Ops without a b get sliced a in place of b's layouts.
@@ -113,18 +126,9 @@ MPSCHECK_CATALOG(binary_arith_cases) {
 MPSCHECK_CATALOG(binary_compare_cases) {
   // Integer-valued operands so that equal elements exist in every dtype.
   const Family binary = binary_family(catalog).no_grad(), one_operand = one_operand_family(catalog).no_grad();
-  using Bin = at::Tensor (*)(const at::Tensor&, const at::Tensor&);
-  const auto op_of = [](Bin f) { return [f](const Tensors& a) { return f(a[0], a[1]); }; };
-  const std::vector<std::tuple<std::string, Bin, std::string>> comparisons = {
-      {"eq", [](const at::Tensor& x, const at::Tensor& y) { return at::eq(x, y); }, "torch.eq(a, b)"},
-      {"ne", [](const at::Tensor& x, const at::Tensor& y) { return at::ne(x, y); }, "torch.ne(a, b)"},
-      {"lt", [](const at::Tensor& x, const at::Tensor& y) { return at::lt(x, y); }, "torch.lt(a, b)"},
-      {"le", [](const at::Tensor& x, const at::Tensor& y) { return at::le(x, y); }, "torch.le(a, b)"},
-      {"gt", [](const at::Tensor& x, const at::Tensor& y) { return at::gt(x, y); }, "torch.gt(a, b)"},
-      {"ge", [](const at::Tensor& x, const at::Tensor& y) { return at::ge(x, y); }, "torch.ge(a, b)"},
-  };
-  for (const auto& [name, cmp, python] : comparisons)
-    binary.op(name, {grid("a"), grid("b")}, op_of(cmp), python).add(dtypes::all);
+  for (const TorchBinary& op : {TorchBinary{"eq", at::eq}, {"ne", at::ne}, {"lt", at::lt}, {"le", at::le},
+                                {"gt", at::gt}, {"ge", at::ge}})
+    binary.op(op.name, {grid("a"), grid("b")}, op.fn(), op.python()).add(dtypes::all);
   one_operand.op("eq_scalar", {grid("a")}, [](const Tensors& a) { return at::eq(a[0], 1); }, "torch.eq(a, 1)")
       .add(dtypes::all);
   binary.op("isclose", {a_arg(), b_arg()},
@@ -132,32 +136,18 @@ MPSCHECK_CATALOG(binary_compare_cases) {
             "torch.isclose(a, a + b * 1e-6, 1e-5, 1e-8)").add(dtypes::f32);
 
   // Logical ops take any dtype (nonzero = true); bitwise ops integers and bool.
-  const std::vector<std::tuple<std::string, Bin, std::string>> logical = {
-      {"logical_and", [](const at::Tensor& x, const at::Tensor& y) { return at::logical_and(x, y); },
-       "torch.logical_and(a, b)"},
-      {"logical_or", [](const at::Tensor& x, const at::Tensor& y) { return at::logical_or(x, y); },
-       "torch.logical_or(a, b)"},
-      {"logical_xor", [](const at::Tensor& x, const at::Tensor& y) { return at::logical_xor(x, y); },
-       "torch.logical_xor(a, b)"},
-  };
-  for (const auto& [name, fn, python] : logical) {
-    const Case on_bool = binary.op(name, {Arg::mask("a", kShape), Arg::mask("b", kShape)}, op_of(fn), python);
+  for (const TorchBinary& op :
+       {TorchBinary{"logical_and", at::logical_and}, {"logical_or", at::logical_or}, {"logical_xor", at::logical_xor}}) {
+    const Case on_bool = binary.op(op.name, {Arg::mask("a", kShape), Arg::mask("b", kShape)}, op.fn(), op.python());
     on_bool.add({c10::kBool}, {Variant::contiguous(), Variant::transposed("a"), Variant::sliced("b"), Variant::expanded("b")});
     on_bool.args({grid("a"), grid("b")}).add({c10::kFloat, c10::kLong}, {Variant::contiguous(), Variant::expanded("b")});
   }
   binary.op("logical_not", {Arg::mask("a", kShape)}, [](const at::Tensor& a) { return at::logical_not(a); },
             "torch.logical_not(a)").add({c10::kBool}, {Variant::contiguous(), Variant::transposed("a")});
 
-  const std::vector<std::tuple<std::string, Bin, std::string>> bitwise = {
-      {"bitwise_and", [](const at::Tensor& x, const at::Tensor& y) { return at::bitwise_and(x, y); },
-       "torch.bitwise_and(a, b)"},
-      {"bitwise_or", [](const at::Tensor& x, const at::Tensor& y) { return at::bitwise_or(x, y); },
-       "torch.bitwise_or(a, b)"},
-      {"bitwise_xor", [](const at::Tensor& x, const at::Tensor& y) { return at::bitwise_xor(x, y); },
-       "torch.bitwise_xor(a, b)"},
-  };
-  for (const auto& [name, fn, python] : bitwise) {
-    const Case c = binary.op(name, {Arg::randn("a", kShape), Arg::randn("b", kShape)}, op_of(fn), python);
+  for (const TorchBinary& op :
+       {TorchBinary{"bitwise_and", at::bitwise_and}, {"bitwise_or", at::bitwise_or}, {"bitwise_xor", at::bitwise_xor}}) {
+    const Case c = binary.op(op.name, {Arg::randn("a", kShape), Arg::randn("b", kShape)}, op.fn(), op.python());
     c.add({c10::kLong, c10::kInt, c10::kChar}, {Variant::contiguous(), Variant::transposed("a"), Variant::expanded("b")});
     c.args({Arg::mask("a", kShape), Arg::mask("b", kShape)}).add({c10::kBool}, {Variant::contiguous(), Variant::sliced("b")});
   }

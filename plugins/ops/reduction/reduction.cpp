@@ -14,8 +14,9 @@ const std::vector<int64_t> kShape = {64, 128};
 using T = const at::Tensor&;
 
 // float32: contiguous, transposed (reduce over a strided dim), sliced; others: contiguous, transposed.
-const Variants kEveryLayout = {Variant::contiguous(), Variant::transposed(), Variant::sliced()};
-const Variants kTwoLayouts = {Variant::contiguous(), Variant::transposed()};
+Family reduction_family(mpscheck::Catalog& catalog) {
+  return Family(catalog, "reduction").dtypes(dtypes::floats).variants(layouts::strided, {Variant::contiguous(), Variant::transposed()});
+}
 
 // Past 2^24 elements float32 cannot count and float32 indices cannot address: forward only.
 void add_large(const Case& c, c10::ScalarType dtype = c10::kFloat) { c.no_grad().large().add({dtype}); }
@@ -29,8 +30,7 @@ IndexOf into_x(bool flat) { return IndexOf{0, [](const Tensors& a) { return a[0]
 }  // namespace
 
 MPSCHECK_CATALOG(reduction_sum_cases) {
-  const Family reduction =
-      Family(catalog, "reduction").dtypes(dtypes::floats).variants(kEveryLayout, kTwoLayouts);
+  const Family reduction = reduction_family(catalog);
   const DTypes with_bool = {c10::kFloat, c10::kHalf, c10::kBFloat16, c10::kLong, c10::kInt, c10::kBool};
   reduction.op("sum", {x_arg()}, [](T x) { return x.sum(-1); }, "x.sum(-1)").add(with_bool);
   reduction.op("sum_dim0", {x_arg()}, [](T x) { return x.sum(0); }, "x.sum(0)").add(with_bool);
@@ -70,8 +70,7 @@ MPSCHECK_CATALOG(reduction_sum_cases) {
 }
 
 MPSCHECK_CATALOG(reduction_extrema_cases) {
-  const Family reduction =
-      Family(catalog, "reduction").dtypes(dtypes::floats).variants(kEveryLayout, kTwoLayouts);
+  const Family reduction = reduction_family(catalog);
   reduction.op("amax", {x_arg()}, [](T x) { return at::amax(x, {-1}); }, "torch.amax(x, -1)").add(dtypes::all);
   reduction.op("amin", {x_arg()}, [](T x) { return at::amin(x, {-1}); }, "torch.amin(x, -1)").add(dtypes::all);
   reduction.op("amax_dim0", {x_arg()}, [](T x) { return at::amax(x, {0}); }, "torch.amax(x, 0)").add(dtypes::f32_ints);
@@ -94,8 +93,7 @@ MPSCHECK_CATALOG(reduction_extrema_cases) {
 }
 
 MPSCHECK_CATALOG(reduction_statistics_cases) {
-  const Family reduction =
-      Family(catalog, "reduction").dtypes(dtypes::floats).variants(kEveryLayout, kTwoLayouts);
+  const Family reduction = reduction_family(catalog);
   reduction.op("std", {x_arg()}, [](T x) { return at::std(x, {-1}, true, false); }, "torch.std(x, -1, unbiased=True)")
       .add();
   reduction.op("std_biased", {x_arg()}, [](T x) { return at::std(x, {-1}, false, false); },
