@@ -107,7 +107,8 @@ class BugReports final : public Reporter {
                         render_bug_report(c.id, &c, w, ctx.report.environment, *ctx.repro));
       ++written;
     }
-    std::cerr << "mpscheck: wrote " << written << " bug reports into " << dir << '\n';
+    std::cerr << "mpscheck: wrote " << written << (written == 1 ? " bug report" : " bug reports") << " into " << dir
+              << '\n';
   }
 };
 
