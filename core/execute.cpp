@@ -121,59 +121,11 @@ std::string busy_host_note(const SpeedRound& round) {
                      round.speedup, to_string(round.speed_class), 100 * round.reference_cpu_s / round.reference_wall_s);
 }
 
-// Times reference against target. A faster/slower claim must survive two more rounds on fresh
-// instances of both sides, made in the other order: two instances of one computation on one
-// device can differ by 20% for as long as they live (where their buffers landed relative to the
-// buffers each step allocates: log1p on one CPU ran at 4.0 or 5.1 us per instance), and across
-// thousands of cases that alone separates some ranges. Fresh instances alone can land the same way
-// again, since the allocator hands out memory in the same order, so each confirmation pair is made
-// after a spacer from LibTorch's own allocator whose size is no multiple of a page. A real device
-// difference repeats; a placement accident is drawn anew. No round may carry a claim when the
-// machine was busy: then every round measures the same load, and agrees about it.
-void time_case(const Workload& w, const ExecuteOptions& options, Instance& ref, Instance& tgt, c10::Device device,
-               c10::ScalarType dtype, CaseResult& r) {
-  SpeedRound first = time_round(ref, tgt, device, options.min_time_s);
-  SpeedRound decided = first;
-  if (first.speed_class != SpeedClass::Similar && first.host_busy()) {
-    decided.speed_class = SpeedClass::Similar;
-    r.speed_note = busy_host_note(first);
-  } else if (first.speed_class != SpeedClass::Similar) {
-    std::vector<double> speedups{first.speedup};
-    for (const int64_t spacer_bytes : {2112, 1088}) {
-      const at::Tensor spacer = at::empty({spacer_bytes}, at::kByte);  // alive while the pair is
-      std::unique_ptr<Instance> fresh_tgt = w.instantiate(options.setup, Placement{device, dtype, Side::Target});
-      std::unique_ptr<Instance> fresh_ref =
-          w.instantiate(options.setup, Placement{c10::Device(c10::kCPU), c10::kFloat, Side::Reference});
-      const SpeedRound again = time_round(*fresh_ref, *fresh_tgt, device, options.min_time_s);
-      decided = again;
-      speedups.push_back(again.speedup);
-      if (again.host_busy()) {
-        decided.speed_class = SpeedClass::Similar;
-        r.speed_note = busy_host_note(again);
-        break;
-      }
-      if (again.speed_class != first.speed_class) {
-        decided.speed_class = SpeedClass::Similar;
-        r.speed_note = fmt::format("a first round measured {:.3g}x ({}), a confirmation round on fresh instances "
-                                   "{:.3g}x ({}): no claim",
-                                   first.speedup, to_string(first.speed_class), again.speedup,
-                                   to_string(again.speed_class));
-        break;
-      }
-    }
-    if (decided.speed_class == first.speed_class)
-      r.speed_note = fmt::format("{} in three rounds, the last two on fresh instances: {:.3g}x",
-                                 to_string(first.speed_class), fmt::join(speedups, "x, "));
-  }
-  r.reference_time = decided.reference;
-  r.target_time = decided.target;
-  r.speedup = decided.speedup;
-  r.speed_class = decided.speed_class;
-}
-
-// The target alone, against reference figures measured by an earlier run (--reuse-reference-times):
-// the same warm-up and block sizing, and the same confirmation round for a claim.
-TimingStats time_alone(Instance& tgt, c10::Device device, double budget) {
+// The target alone, with the same warm-up and block sizing as an interleaved round, against
+// reference figures an earlier run measured (--reuse-reference-times). There is no reference CPU
+// share to read, so such a round can only screen: any claim it suggests is settled by fresh
+// interleaved rounds of both sides.
+SpeedRound time_target_alone(const TimingStats& reference, Instance& tgt, c10::Device device, double budget) {
   TimedSide side{&tgt, device, {}};
   time_block(side, 1);
   const double once = std::max(time_block(side, 1), 1e-7);
@@ -185,32 +137,66 @@ TimingStats time_alone(Instance& tgt, c10::Device device, double budget) {
     const int have = static_cast<int>(side.samples.size());
     if (side.total >= budget && (have >= 5 || (have >= 3 && side.total > 5 * budget))) break;
   }
-  return summarize_times(side.samples);
+  SpeedRound round;
+  round.reference = reference;
+  round.target = summarize_times(side.samples);
+  round.speedup = round.reference.median_s / round.target.median_s;
+  round.speed_class = speed_class(round.reference, round.target);
+  return round;
 }
 
-void time_target_against(const TimingStats& reference, const Workload& w, const ExecuteOptions& options,
-                         Instance& tgt, c10::Device device, c10::ScalarType dtype, CaseResult& r) {
-  TimingStats target = time_alone(tgt, device, options.min_time_s);
-  SpeedClass cls = speed_class(reference, target);
-  if (cls != SpeedClass::Similar) {
-    std::unique_ptr<Instance> fresh = w.instantiate(options.setup, Placement{device, dtype, Side::Target});
-    const TimingStats again = time_alone(*fresh, device, options.min_time_s);
-    const SpeedClass cls2 = speed_class(reference, again);
-    r.speed_note = cls2 == cls ? fmt::format("{} in two rounds on fresh target instances, against the reused "
-                                             "reference time: {:.3g}x, then {:.3g}x",
-                                             to_string(cls), reference.median_s / target.median_s,
-                                             reference.median_s / again.median_s)
-                               : fmt::format("a first round measured {:.3g}x ({}), a confirmation round on a fresh "
-                                             "target instance {:.3g}x ({}): no claim",
-                                             reference.median_s / target.median_s, to_string(cls),
-                                             reference.median_s / again.median_s, to_string(cls2));
-    if (cls2 != cls) cls = SpeedClass::Similar;
-    target = again;
+// Settles the speed class from a first round. A faster/slower claim must survive two more rounds
+// on fresh instances of both sides, interleaved, made in the other order: two instances of one
+// computation on one device can differ by 20% for as long as they live (where their buffers landed
+// relative to the buffers each step allocates: log1p on one CPU ran at 4.0 or 5.1 us per
+// instance), and across thousands of cases that alone separates some ranges. Fresh instances alone
+// can land the same way again, since the allocator hands out memory in the same order, so each
+// confirmation pair is made after a spacer from LibTorch's own allocator whose size is no multiple
+// of a page. A real device difference repeats; a placement accident is drawn anew. No round may
+// carry a claim when the machine was busy: then every round measures the same load, and agrees
+// about it. A first round against a reused reference time goes through the same two rounds, so a
+// claim always rests on fresh interleaved measurements of both sides.
+void settle_speed(const SpeedRound& first, bool first_reused, const Workload& w, const ExecuteOptions& options,
+                  c10::Device device, c10::ScalarType dtype, CaseResult& r) {
+  SpeedRound decided = first;
+  const SpeedClass claim = first.speed_class;
+  std::vector<double> speedups{first.speedup};
+  std::string note;
+  if (claim != SpeedClass::Similar) {
+    for (const int64_t spacer_bytes : {0, 2112, 1088}) {
+      SpeedRound round = first;
+      if (spacer_bytes > 0) {
+        const at::Tensor spacer = at::empty({spacer_bytes}, at::kByte);  // alive while the pair is
+        std::unique_ptr<Instance> fresh_tgt = w.instantiate(options.setup, Placement{device, dtype, Side::Target});
+        std::unique_ptr<Instance> fresh_ref =
+            w.instantiate(options.setup, Placement{c10::Device(c10::kCPU), c10::kFloat, Side::Reference});
+        round = time_round(*fresh_ref, *fresh_tgt, device, options.min_time_s);
+        speedups.push_back(round.speedup);
+      }
+      decided = round;
+      if (round.host_busy()) {
+        note = busy_host_note(round);
+      } else if (round.speed_class != claim) {
+        note = fmt::format("a first round{} measured {:.3g}x ({}), a confirmation round on fresh instances "
+                           "{:.3g}x ({}): no claim",
+                           first_reused ? " against the cached reference time" : "", first.speedup,
+                           to_string(claim), round.speedup, to_string(round.speed_class));
+      } else {
+        continue;
+      }
+      decided.speed_class = SpeedClass::Similar;
+      break;
+    }
+    r.speed_note = note.empty() ? fmt::format("{} in three rounds, {}the last two on fresh instances: {:.3g}x",
+                                              to_string(claim),
+                                              first_reused ? "the first against the cached reference time, " : "",
+                                              fmt::join(speedups, "x, "))
+                                : note;
   }
-  r.reference_time = reference;
-  r.target_time = target;
-  r.speedup = reference.median_s / target.median_s;
-  r.speed_class = cls;
+  r.reference_time = decided.reference;
+  r.target_time = decided.target;
+  r.speedup = decided.speedup;
+  r.speed_class = decided.speed_class;
 }
 
 std::map<std::string, at::Tensor> by_name(const Outputs& outs) {
@@ -583,12 +569,15 @@ CaseResult execute_case_inner(const RegisteredWorkload& rw, const ExecuteOptions
     try {
       const bool reuse = options.reuse_reference_times && cached->reference_time &&
                          cached->reference_time_budget == options.min_time_s;
-      if (reuse) {
-        time_target_against(*cached->reference_time, w, options, *tgt, device, dtype, r);
-        r.reference_time_reused = true;
-      } else {
+      const SpeedRound first = [&] {
+        if (reuse) return time_target_alone(*cached->reference_time, *tgt, device, options.min_time_s);
         if (!ref) ref = make_reference();
-        time_case(w, options, *ref, *tgt, device, dtype, r);
+        return time_round(*ref, *tgt, device, options.min_time_s);
+      }();
+      settle_speed(first, reuse, w, options, device, dtype, r);
+      // The reference time is reused only where the screen settled it; a claim was re-timed fresh.
+      r.reference_time_reused = reuse && first.speed_class == SpeedClass::Similar;
+      if (!r.reference_time_reused) {
         cached->reference_time = r.reference_time;
         cached->reference_time_budget = options.min_time_s;
         cache_dirty = true;

@@ -101,7 +101,8 @@ void write_bug_reports(const ReportContext& ctx, const std::string& dir) {
                       render_bug_report(c.id, &c, w, ctx.report.environment, *ctx.repro));
     ++written;
   }
-  std::cerr << "mpscheck: wrote " << written << " bug reports into " << dir << '\n';
+  std::cerr << "mpscheck: wrote " << written << (written == 1 ? " bug report" : " bug reports") << " into " << dir
+            << '\n';
 }
 
 }  // namespace

@@ -13,7 +13,7 @@ namespace fs = std::filesystem;
 namespace {
 
 const std::vector<std::string> kSelection{"--plugin-dir", test_plugins_dir(), "--filter",
-                                          "^op/faults/(healthy|wrong|nan|slow|nondeterministic_other_output)$|"
+                                          "^op/faults/(healthy|wrong|nan|slow|stalled_reference|nondeterministic_other_output)$|"
                                           "^op/activation/gelu/f32/|^op/reduction/sum/f32/contiguous/|^model/mlp/",
                                           "--quick", "--timeout", "20"};
 
@@ -87,18 +87,39 @@ TEST(ReferenceCacheRun, AnotherSeedOrADamagedEntryIsRecomputed) {
   EXPECT_EQ(verdicts(after), verdicts(first));
 }
 
-TEST(ReferenceCacheRun, ReusedReferenceTimesAreMarkedAndTheSlowKernelIsStillSlower) {
+// A reused reference time only screens. A case it leaves similar keeps the very figures of run 1,
+// marked as reused; a claim it suggests is settled by fresh interleaved rounds of both sides. The
+// planted stalled reference is the trap: run 1 timed its reference while it slept (so run 1 made no
+// claim), and the target alone is far faster than that stale time. Trusting it would call the
+// target faster; the fresh rounds see the stall again and refuse the claim.
+TEST(ReferenceCacheRun, ReusedReferenceTimesOnlyScreenAndAClaimIsRetimedFresh) {
   const std::string cache = fresh_dir("refcache-times");
   const RunResult first = run("t-first", cache, {"--target", "cpu"});
+  ASSERT_EQ(first.cases.at("op/faults/stalled_reference")["speed_class"], "similar");
   const RunResult reused = run("t-reused", cache, {"--target", "cpu", "--reuse-reference-times"});
-  int timed = 0;
+  int reused_count = 0;
   for (const auto& [id, c] : reused.cases) {
-    const bool was_timed = c["timed"].get<bool>() && c["status"] == "pass";
-    EXPECT_EQ(c.value("reference_time_reused", false), was_timed) << id;
-    if (!was_timed) continue;
-    ++timed;
+    const bool timed = c["timed"].get<bool>() && c["status"] == "pass";
+    if (!timed) {
+      EXPECT_FALSE(c.value("reference_time_reused", false)) << id;
+      continue;
+    }
+    const bool claimed = c.value("speed_note", "").find("no claim") != std::string::npos ||
+                         c["speed_class"] != "similar";
+    EXPECT_EQ(c.value("reference_time_reused", false), !claimed) << id;
+    if (claimed) continue;
+    ++reused_count;
     EXPECT_EQ(c["reference_time"], first.cases.at(id)["reference_time"]) << id;  // the very figures of run 1
   }
-  EXPECT_GT(timed, 2);
-  EXPECT_EQ(reused.cases.at("op/faults/slow")["speed_class"], "slower");
+  EXPECT_GT(reused_count, 2);
+
+  const auto& slow = reused.cases.at("op/faults/slow");
+  EXPECT_EQ(slow["speed_class"], "slower");
+  EXPECT_FALSE(slow.value("reference_time_reused", false));
+  EXPECT_NE(slow["speed_note"].get<std::string>().find("three rounds"), std::string::npos) << slow["speed_note"];
+
+  const auto& stalled = reused.cases.at("op/faults/stalled_reference");
+  EXPECT_EQ(stalled["speed_class"], "similar") << stalled.value("speed_note", "");
+  EXPECT_FALSE(stalled.value("reference_time_reused", false));
+  EXPECT_NE(stalled.value("speed_note", "").find("busy"), std::string::npos) << stalled.value("speed_note", "");
 }
