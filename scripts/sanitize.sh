@@ -23,7 +23,7 @@ build_dir=$(mkdir -p "$build_dir" && cd "$build_dir" && pwd)
 export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$root}
 start=$(date +%s)
 if ((build)); then
-  cmake -S "$root" -B "$build_dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMPSCHECK_SANITIZE=ON >/dev/null
+  cmake -S "$root" -B "$build_dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMPSCHECK_SANITIZE=ON -DMPSCHECK_PCH=OFF >/dev/null
   # ops_activation and ops_shape: the fault run puts one healthy case of each around the faults.
   nice cmake --build "$build_dir" -j"$jobs" --target mpscheck mpscheck_unit_tests mpscheck_integration_tests \
     ops_activation ops_shape
