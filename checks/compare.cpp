@@ -701,18 +701,25 @@ Attribution attribute_with_gold(const at::Tensor& gold, const at::Tensor& refere
     if (round) c = c.to(target_dtype);
     return c.to(at::kDouble).contiguous();
   };
+  // Hands `pass` each chunk: its first element's index, its length, and its gold, reference,
+  // target and baseline elements.
+  auto for_each_chunk = [&](auto&& pass) {
+    for (std::int64_t begin = 0; begin < n; begin += kChunk) {
+      const std::int64_t len = std::min(kChunk, n - begin);
+      const at::Tensor gc = chunk(g_all, begin, len, false), rc = chunk(r_all, begin, len, false),
+                       tc = chunk(t_all, begin, len, false), bc = chunk(b_all, begin, len, reduced);
+      pass(begin, len, gc.const_data_ptr<double>(), rc.const_data_ptr<double>(), tc.const_data_ptr<double>(),
+           bc.const_data_ptr<double>());
+    }
+  };
   const double inf = std::numeric_limits<double>::infinity();
 
   // Pass 1: the RMSEs, each over the elements where gold and that side are finite.
   double sr = 0, st = 0, sb = 0;
   std::int64_t nr = 0, nt = 0, nb = 0;
   bool r_nonfinite = false, t_nonfinite = false;
-  for (std::int64_t begin = 0; begin < n; begin += kChunk) {
-    const std::int64_t len = std::min(kChunk, n - begin);
-    const at::Tensor gc = chunk(g_all, begin, len, false), rc = chunk(r_all, begin, len, false),
-                     tc = chunk(t_all, begin, len, false), bc = chunk(b_all, begin, len, reduced);
-    const double *g = gc.data_ptr<double>(), *r = rc.data_ptr<double>(), *t = tc.data_ptr<double>(),
-                 *b = bc.data_ptr<double>();
+  for_each_chunk([&](std::int64_t, std::int64_t len, const double* g, const double* r, const double* t,
+                     const double* b) {
     for (std::int64_t i = 0; i < len; ++i) {
       if (!std::isfinite(g[i])) continue;
       if (std::isfinite(r[i])) sr += (r[i] - g[i]) * (r[i] - g[i]), ++nr;
@@ -721,7 +728,7 @@ Attribution attribute_with_gold(const at::Tensor& gold, const at::Tensor& refere
       else t_nonfinite = true;
       if (reduced && std::isfinite(b[i])) sb += (b[i] - g[i]) * (b[i] - g[i]), ++nb;
     }
-  }
+  });
   auto root = [](double s, std::int64_t k) { return k > 0 ? std::sqrt(s / static_cast<double>(k)) : 0.0; };
   a.measured = true;
   const double ref_finite_rmse = root(sr, nr);
@@ -735,12 +742,8 @@ Attribution attribute_with_gold(const at::Tensor& gold, const at::Tensor& refere
   // Pass 2: every element outside the plain tolerance against the float32 reference must be
   // within what float32 (or the rounded baseline) makes there, or the dtype's rounding there.
   const double spread = kSpreadMultiplier * a.baseline + tol.atol;
-  for (std::int64_t begin = 0; begin < n; begin += kChunk) {
-    const std::int64_t len = std::min(kChunk, n - begin);
-    const at::Tensor gc = chunk(g_all, begin, len, false), rc = chunk(r_all, begin, len, false),
-                     tc = chunk(t_all, begin, len, false), bc = chunk(b_all, begin, len, reduced);
-    const double *g = gc.data_ptr<double>(), *r = rc.data_ptr<double>(), *t = tc.data_ptr<double>(),
-                 *b = bc.data_ptr<double>();
+  for_each_chunk([&](std::int64_t begin, std::int64_t len, const double* g, const double* r, const double* t,
+                     const double* b) {
     for (std::int64_t i = 0; i < len; ++i) {
       bool bad;
       double allowed = 0;
@@ -766,7 +769,7 @@ Attribution attribute_with_gold(const at::Tensor& gold, const at::Tensor& refere
       }
       ++a.bad_elements;
     }
-  }
+  });
   a.target_ok = a.rmse_ok && a.bad_elements == 0;
   return a;
 }
