@@ -375,20 +375,23 @@ MPSCHECK_F16C inline bool quiet_lanes_loop(const void* rv, const void* tv, std::
     const __m256 r = R::load8(rp + i), t = T::load8(tp + i);
     const __m256 d = _mm256_sub_ps(t, r);
     const __m256 df = _mm256_andnot_ps(sign, d), mag = _mm256_andnot_ps(sign, r);
-    const __m256 rel = _mm256_mul_ps(m, mag);
-    __m256 within_abs = le(df, a);
+    __m256 rest = _mm256_or_ps(le(mag, atol_down), le(df, unless_tiny(_mm256_mul_ps(m, mag))));  // within_rel
+    if constexpr (kTolerance) rest = _mm256_and_ps(rest, le(df, unless_tiny(_mm256_add_ps(at, _mm256_mul_ps(rt, mag)))));
+    const __m256 within_abs = le(df, a);
+    __m256 ok = _mm256_and_ps(within_abs, rest);
     if constexpr (kTies) {
-      const __m256 back = _mm256_sub_ps(d, t);
-      const __m256 error = _mm256_sub_ps(_mm256_sub_ps(t, _mm256_sub_ps(d, back)), _mm256_add_ps(r, back));
-      within_abs = _mm256_or_ps(within_abs, _mm256_and_ps(_mm256_cmp_ps(error, zero, _CMP_EQ_OQ), le(df, a_tie)));
+      // The tie test can only turn a loud lane quiet, so it is worked out only for a vector with
+      // a loud lane; a vector still loud after it makes the block loud.
+      if (_mm256_movemask_ps(ok) != 0xff) {
+        const __m256 back = _mm256_sub_ps(d, t);
+        const __m256 error = _mm256_sub_ps(_mm256_sub_ps(t, _mm256_sub_ps(d, back)), _mm256_add_ps(r, back));
+        const __m256 tie = _mm256_and_ps(_mm256_cmp_ps(error, zero, _CMP_EQ_OQ), le(df, a_tie));
+        ok = _mm256_and_ps(_mm256_or_ps(within_abs, tie), rest);
+        if (_mm256_movemask_ps(ok) != 0xff) return false;
+      }
+    } else {
+      quiet = _mm256_and_ps(quiet, ok);
     }
-    const __m256 within_rel = _mm256_or_ps(le(mag, atol_down), le(df, unless_tiny(rel)));
-    __m256 ok = _mm256_and_ps(within_abs, within_rel);
-    if constexpr (kTolerance) {
-      const __m256 lim = _mm256_add_ps(at, _mm256_mul_ps(rt, mag));
-      ok = _mm256_and_ps(ok, le(df, unless_tiny(lim)));
-    }
-    quiet = _mm256_and_ps(quiet, ok);
   }
   return _mm256_movemask_ps(quiet) == 0xff && quiet_float_loop<R, T, kTolerance, kTies>(rp + i, tp + i, n - i, th);
 }
