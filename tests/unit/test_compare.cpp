@@ -767,37 +767,45 @@ TEST(CompareHalfLanes, OneSpecialValueIsSeenInEveryLaneAndInTheTail) {
   }
 }
 
-// A new largest error, a new largest relative error, and an error just outside the tolerance,
-// each planted once in every lane position and in the tail of an output whose other errors are
-// all equal (every element ties with the largest error): the largest error's element and value,
-// and the mismatch, must come from the planted element.
+// A new largest error, a new largest relative error, and an error outside the tolerance, each
+// planted once in every lane of the last vector of a block and in every element of the next,
+// short, block (a whole vector and a tail). Element 0 sets the largest errors so far: in the
+// "tied" output every other element ties with the largest error (the 16-bit pairs' tie test
+// decides), in the "below" one every other error is below it. The largest error's element and
+// value, the largest relative error and the mismatch must come from the planted element.
 TEST(CompareHalfLanes, ANewLargestErrorInAnyLaneIsFound) {
-  const std::int64_t n = 2 * 1024 + 11;  // block 0 sets the largest error; 2040..2047 end block 1
-  for (const auto& p : kHalfPairs) {
-    // Reference 1.5 everywhere, target one rounding step of the target dtype above it.
-    const double step = p.target == at::kHalf ? std::ldexp(1, -10) : std::ldexp(1, -7);
-    const at::Tensor r0 = at::full({n}, 1.5, at::kDouble).to(p.reference);
-    const at::Tensor t0 = at::full({n}, 1.5 + step, at::kDouble).to(p.target);
-    const Tolerance tol{0, 4 * step};  // absolute only: three steps pass, five do not
-    for (std::int64_t at = 2040; at < n; ++at) {
-      for (const double steps : {2.0, 5.0}) {
-        at::Tensor t = t0.clone();
-        t[at] = 1.5 + steps * step;
-        const std::string what = fmt::format("{}, at {}, {} steps", pair_name(p), at, steps);
-        const OutputReport got = compare_tensors("out", r0, t, tol, p.target);
-        expect_same_report(plain_compare(r0, t, tol), got, what);
-        EXPECT_EQ(got.max_abs, steps * step) << what;
-        EXPECT_EQ(got.target_value, 1.5 + steps * step) << what;
-        EXPECT_EQ(got.mismatches, steps > 4 ? 1 : 0) << what;
+  const std::int64_t n = 2 * 1024 + 11;  // block 0 sets the thresholds; 2040..2047 end block 1
+  for (const auto& p : kHalfPairs)
+    for (const bool tied : {true, false}) {
+      // Reference 1.5, target one rounding step of the target dtype above it (exact in both).
+      const double step = p.target == at::kHalf ? std::ldexp(1, -10) : std::ldexp(1, -7);
+      at::Tensor r0 = at::full({n}, 1.5, at::kDouble), t0 = at::full({n}, 1.5 + step, at::kDouble);
+      const double first = tied ? step : 2 * step;  // element 0's error, on a reference of 1
+      r0[0] = 1.0;
+      t0[0] = 1.0 + first;
+      r0 = r0.to(p.reference), t0 = t0.to(p.target);
+      const Tolerance tol{0, 4 * step};  // absolute only: three steps pass, five do not
+      const std::string name = fmt::format("{}, {}", pair_name(p), tied ? "tied" : "below");
+      for (std::int64_t at = 2040; at < n; ++at) {
+        for (const double steps : {3.0, 5.0}) {
+          at::Tensor t = t0.clone();
+          t[at] = 1.5 + steps * step;
+          const std::string what = fmt::format("{}, at {}, {} steps", name, at, steps);
+          const OutputReport got = compare_tensors("out", r0, t, tol, p.target);
+          expect_same_report(plain_compare(r0, t, tol), got, what);
+          EXPECT_EQ(got.max_abs, steps * step) << what;
+          EXPECT_EQ(got.target_value, 1.5 + steps * step) << what;
+          EXPECT_EQ(got.mismatches, steps > 4 ? 1 : 0) << what;
+        }
+        // A larger relative error: twice the step on a reference of 0.75.
+        at::Tensor r = r0.clone(), t = t0.clone();
+        r[at] = 0.75;
+        t[at] = 0.75 + 2 * step;
+        const std::string what = fmt::format("{}, relative at {}", name, at);
+        const OutputReport got = compare_tensors("out", r, t, tol, p.target);
+        expect_same_report(plain_compare(r, t, tol), got, what);
+        EXPECT_EQ(got.max_rel, 2 * step / 0.75) << what;
+        EXPECT_EQ(got.max_abs, 2 * step) << what;
       }
-      // A larger relative error: the same absolute error on a smaller reference.
-      at::Tensor r = r0.clone(), t = t0.clone();
-      r[at] = 0.75;
-      t[at] = 0.75 + step;
-      const OutputReport got = compare_tensors("out", r, t, tol, p.target);
-      expect_same_report(plain_compare(r, t, tol), got, fmt::format("{}, relative at {}", pair_name(p), at));
-      EXPECT_EQ(got.max_rel, step / 0.75) << pair_name(p) << " at " << at;
-      EXPECT_EQ(got.max_abs, step) << pair_name(p) << " at " << at;
     }
-  }
 }
