@@ -341,10 +341,10 @@ bool has_f16c() {
 // quiet_float_loop written out in AVX2 for the pairings with a 16-bit side, eight elements at a
 // time, each side widened in registers (float16 by F16C, bfloat16 by a 16-bit shift), so that the
 // block is read once and nothing is stored. Every lane computes quiet_float_loop's float32
-// expressions, operation for operation, in the same order (no FMA: the target has none), with
-// the same comparisons (ordered: false for NaN, as C++'s <= is), so a lane is quiet exactly when
-// quiet_float_loop would call that element quiet; the last n % 8 elements go to quiet_float_loop
-// itself. Called only where has_f16c() holds.
+// expressions, operation for operation (no FMA: the target has none), with the same comparisons
+// (ordered: false for NaN, as C++'s <= is), so a lane is quiet exactly when quiet_float_loop
+// would call that element quiet; the last n % 8 elements go to quiet_float_loop itself. Called
+// only where has_f16c() holds.
 struct Float32Lanes : Float32Bits {
   MPSCHECK_F16C static __m256 load8(const float* p) { return _mm256_loadu_ps(p); }
 };
@@ -467,10 +467,9 @@ struct DoubleSource {
 };
 
 // Float32 sources: quiet_float on the raw elements where there is a function for the pairing (in
-// registers with F16C where the CPU has it), else on the block widened to float32 (float16 by F16C
-// where the CPU has it); then quiet_double
-// and the scalar pass on the widened block. A thread that flushes subnormals goes by quiet_double
-// alone.
+// AVX2 registers where the CPU has F16C), else on the block widened to float32 (float16 by F16C
+// where the CPU has it); then quiet_double and the scalar pass on the widened block. A thread that
+// flushes subnormals goes by quiet_double alone.
 template <class Source>
 void ElementStats::scan_fast(const Source& rs_in, const Source& ts_in, std::int64_t n) {
   using V = typename Source::value_type;
@@ -482,8 +481,8 @@ void ElementStats::scan_fast(const Source& rs_in, const Source& ts_in, std::int6
     gradual = !flushes_subnormals();
     const bool f16c = gradual && has_f16c() && (rs.dtype == at::kHalf || ts.dtype == at::kHalf);
     rs.f16c = ts.f16c = f16c;
-    // The in-register predicates where the CPU has F16C (every AVX2 CPU made has it), else the
-    // portable ones compiled for the baseline and AVX2.
+    // The in-register predicates where the CPU has AVX2 and F16C, else the portable ones
+    // compiled for the baseline and AVX2.
     if (gradual && has_f16c()) on_raw = quiet_lanes_for(rs.dtype, ts.dtype);
     if (gradual && !on_raw) on_raw = quiet_float_for(rs.dtype, ts.dtype);
     const bool both_16_bits = rs.dtype != at::kFloat && ts.dtype != at::kFloat;
