@@ -154,7 +154,10 @@ double run_mpscheck(const std::string& dir, const std::string& args) {
 
 }  // namespace
 
-int main() {
+// An argument of section letters runs only those sections ("c": the comparison alone); none runs all.
+int main(int argc, char** argv) {
+  const std::string sections = argc > 1 ? argv[1] : "abcde";
+  auto want = [&](char section) { return sections.find(section) != std::string::npos; };
   PluginHost host;
   host.load_directory(MPSCHECK_PLUGINS_DIR);
   const Registry registry(host.workloads());
@@ -205,59 +208,61 @@ int main() {
   pairs.push_back({"model/mnist_cnn/infer", [cnn, &mnist_x] { at::NoGradGuard ng; (void)cnn->forward(mnist_x); }});
   pairs.push_back({"model/mlp/train", [train_step] { (void)train_step(); }});
 
-  // The hand networks compute what the cases compute.
-  std::cout << "(a) check: the hand-written networks reproduce the cases' outputs (largest difference; 0 = bit for bit)\n";
-  auto case_outputs = [&](const std::string& id) {
-    const RegisteredWorkload* w = registry.find(id);
-    if (!w) return Outputs{};
-    return w->workload->instantiate(Setup{}, Placement{})->run();
-  };
-  {
-    at::NoGradGuard ng;
-    std::cout << fmt::format("  model/mlp/infer       out          {:.3g}\n",
-                             disagreement(output_named(case_outputs("model/mlp/infer"), "out"), mlp->forward(mlp_x)));
-    std::cout << fmt::format("  model/mnist_cnn/infer out          {:.3g}\n",
-                             disagreement(output_named(case_outputs("model/mnist_cnn/infer"), "out"), cnn->forward(mnist_x)));
-  }
-  {
-    const Outputs trained = case_outputs("model/mlp/train");
-    HandMlp fresh;
-    torch::optim::SGD opt(fresh.parameters(), torch::optim::SGDOptions(0.01));
-    double worst = 0;
-    for (int s = 0; s < 4; ++s) {
-      opt.zero_grad();
-      at::Tensor loss = fresh.forward(mlp_x).mean();
-      loss.backward();
-      opt.step();
-      worst = std::max(worst, disagreement(output_named(trained, "loss/step" + std::to_string(s)), loss.detach()));
+  if (want('a')) {
+    // The hand networks compute what the cases compute.
+    std::cout << "(a) check: the hand-written networks reproduce the cases' outputs (largest difference; 0 = bit for bit)\n";
+    auto case_outputs = [&](const std::string& id) {
+      const RegisteredWorkload* w = registry.find(id);
+      if (!w) return Outputs{};
+      return w->workload->instantiate(Setup{}, Placement{})->run();
+    };
+    {
+      at::NoGradGuard ng;
+      std::cout << fmt::format("  model/mlp/infer       out          {:.3g}\n",
+                               disagreement(output_named(case_outputs("model/mlp/infer"), "out"), mlp->forward(mlp_x)));
+      std::cout << fmt::format("  model/mnist_cnn/infer out          {:.3g}\n",
+                               disagreement(output_named(case_outputs("model/mnist_cnn/infer"), "out"), cnn->forward(mnist_x)));
     }
-    std::cout << fmt::format("  model/mlp/train       loss/step0-3 {:.3g}\n", worst);
-  }
+    {
+      const Outputs trained = case_outputs("model/mlp/train");
+      HandMlp fresh;
+      torch::optim::SGD opt(fresh.parameters(), torch::optim::SGDOptions(0.01));
+      double worst = 0;
+      for (int s = 0; s < 4; ++s) {
+        opt.zero_grad();
+        at::Tensor loss = fresh.forward(mlp_x).mean();
+        loss.backward();
+        opt.step();
+        worst = std::max(worst, disagreement(output_named(trained, "loss/step" + std::to_string(s)), loss.detach()));
+      }
+      std::cout << fmt::format("  model/mlp/train       loss/step0-3 {:.3g}\n", worst);
+    }
 
-  // Three alternating rounds per case (mpscheck, loop, mpscheck, ...): drift hits both alike.
-  constexpr int kRounds = 3;
-  std::cout << "\n(a) reported reference median vs a hand-written loop (goal: within +-3%; medians of " << kRounds
-            << " alternating rounds)\n";
-  std::cout << fmt::format("  {:<44} {:>12} {:>12} {:>8}\n", "case", "mpscheck", "hand loop", "ratio");
-  for (const auto& p : pairs) {
-    const RegisteredWorkload* w = registry.find(p.id);
-    if (!w) {
-      std::cout << "  " << p.id << ": not loaded\n";
-      continue;
+    // Three alternating rounds per case (mpscheck, loop, mpscheck, ...): drift hits both alike.
+    constexpr int kRounds = 3;
+    std::cout << "\n(a) reported reference median vs a hand-written loop (goal: within +-3%; medians of " << kRounds
+              << " alternating rounds)\n";
+    std::cout << fmt::format("  {:<44} {:>12} {:>12} {:>8}\n", "case", "mpscheck", "hand loop", "ratio");
+    for (const auto& p : pairs) {
+      const RegisteredWorkload* w = registry.find(p.id);
+      if (!w) {
+        std::cout << "  " << p.id << ": not loaded\n";
+        continue;
+      }
+      std::vector<double> tool, hand;
+      for (int round = 0; round < kRounds; ++round) {
+        const CaseResult r = execute_case(*w, options);
+        if (!r.reference_time) break;
+        tool.push_back(r.reference_time->median_s);
+        hand.push_back(hand_median(p.hand, 1.0));
+      }
+      if (tool.empty()) {
+        std::cout << "  " << p.id << ": not timed\n";
+        continue;
+      }
+      std::cout << fmt::format("  {:<44} {:>9.2f} us {:>9.2f} us {:>8.3f}\n", p.id, median_of(tool) * 1e6,
+                               median_of(hand) * 1e6, median_of(tool) / median_of(hand));
     }
-    std::vector<double> tool, hand;
-    for (int round = 0; round < kRounds; ++round) {
-      const CaseResult r = execute_case(*w, options);
-      if (!r.reference_time) break;
-      tool.push_back(r.reference_time->median_s);
-      hand.push_back(hand_median(p.hand, 1.0));
-    }
-    if (tool.empty()) {
-      std::cout << "  " << p.id << ": not timed\n";
-      continue;
-    }
-    std::cout << fmt::format("  {:<44} {:>9.2f} us {:>9.2f} us {:>8.3f}\n", p.id, median_of(tool) * 1e6,
-                             median_of(hand) * 1e6, median_of(tool) / median_of(hand));
   }
 
   // (b) Host cost. A run without timing (--min-time 0) spends, per case, everything but the timed
@@ -269,130 +274,150 @@ int main() {
   const std::string dir = (std::filesystem::temp_directory_path() / "mpscheck-bench").string();
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
-  const std::string b_filter =
-      "--filter 'model/(mlp|mnist_cnn)/|op/(linalg/linear|conv/conv2d|softmax/softmax)/f32/contiguous/forward'";
-  std::cout << "\n(b) host cost per case (everything but the timed loops) vs its compute (one reference + one target iteration)\n";
-  const double untimed_s = run_mpscheck(dir, b_filter + " --target cpu --jobs 1 --min-time 0 --json untimed.json");
-  const double timed_s = run_mpscheck(dir, b_filter + " --target cpu --jobs 1 --min-time 0.2 --json timed.json");
-  try {
-    if (untimed_s < 0 || timed_s < 0) throw std::runtime_error("an mpscheck run failed");
-    const RunReport untimed = read_json_report(dir + "/untimed.json");
-    const RunReport timed = read_json_report(dir + "/timed.json");
-    std::map<std::string, const CaseResult*> timed_by_id;
-    for (const auto& c : timed.cases) timed_by_id[c.id] = &c;
-    std::cout << fmt::format("  {:<44} {:>9} {:>10} {:>9} {:>9} {:>8}\n", "case", "wall s", "compute s", "host s",
-                             "compare s", "host/compute");
-    std::vector<double> model_ratios;
-    for (size_t i = 0; i < untimed.cases.size(); ++i) {
-      const auto& c = untimed.cases[i];
-      auto t = timed_by_id.find(c.id);
-      if (t == timed_by_id.end() || !t->second->reference_time || !t->second->target_time) {
-        std::cout << fmt::format("  {:<44} not timed ({})\n", c.id, to_string(c.status));
-        continue;
+  if (want('b')) {
+    const std::string b_filter =
+        "--filter 'model/(mlp|mnist_cnn)/|op/(linalg/linear|conv/conv2d|softmax/softmax)/f32/contiguous/forward'";
+    std::cout << "\n(b) host cost per case (everything but the timed loops) vs its compute (one reference + one target iteration)\n";
+    const double untimed_s = run_mpscheck(dir, b_filter + " --target cpu --jobs 1 --min-time 0 --json untimed.json");
+    const double timed_s = run_mpscheck(dir, b_filter + " --target cpu --jobs 1 --min-time 0.2 --json timed.json");
+    try {
+      if (untimed_s < 0 || timed_s < 0) throw std::runtime_error("an mpscheck run failed");
+      const RunReport untimed = read_json_report(dir + "/untimed.json");
+      const RunReport timed = read_json_report(dir + "/timed.json");
+      std::map<std::string, const CaseResult*> timed_by_id;
+      for (const auto& c : timed.cases) timed_by_id[c.id] = &c;
+      std::cout << fmt::format("  {:<44} {:>9} {:>10} {:>9} {:>9} {:>8}\n", "case", "wall s", "compute s", "host s",
+                               "compare s", "host/compute");
+      std::vector<double> model_ratios;
+      for (size_t i = 0; i < untimed.cases.size(); ++i) {
+        const auto& c = untimed.cases[i];
+        auto t = timed_by_id.find(c.id);
+        if (t == timed_by_id.end() || !t->second->reference_time || !t->second->target_time) {
+          std::cout << fmt::format("  {:<44} not timed ({})\n", c.id, to_string(c.status));
+          continue;
+        }
+        const double compute = t->second->reference_time->median_s + t->second->target_time->median_s;
+        double wall = c.wall_s;
+        // The first case also pays for starting the worker (process, LibTorch, plugins): once per
+        // run and after a crash, not per case, so it is shown apart.
+        if (i == 0) {
+          std::cout << fmt::format("  worker start-up (once per run, paid by the first case): {:.3f} s\n",
+                                   c.wall_s - c.worker_s);
+          wall = c.worker_s;
+        }
+        const double host = wall - compute;
+        if (c.kind == Kind::Model) model_ratios.push_back(host / compute);
+        std::cout << fmt::format("  {:<44} {:>9.4f} {:>10.5f} {:>9.4f} {:>9.4f} {:>8.2f}{}\n", c.id, wall, compute, host,
+                                 c.compare_s, host / compute, i == 0 ? "  (start-up left out)" : "");
       }
-      const double compute = t->second->reference_time->median_s + t->second->target_time->median_s;
-      double wall = c.wall_s;
-      // The first case also pays for starting the worker (process, LibTorch, plugins): once per
-      // run and after a crash, not per case, so it is shown apart.
-      if (i == 0) {
-        std::cout << fmt::format("  worker start-up (once per run, paid by the first case): {:.3f} s\n",
-                                 c.wall_s - c.worker_s);
-        wall = c.worker_s;
-      }
-      const double host = wall - compute;
-      if (c.kind == Kind::Model) model_ratios.push_back(host / compute);
-      std::cout << fmt::format("  {:<44} {:>9.4f} {:>10.5f} {:>9.4f} {:>9.4f} {:>8.2f}{}\n", c.id, wall, compute, host,
-                               c.compare_s, host / compute, i == 0 ? "  (start-up left out)" : "");
+      if (!model_ratios.empty())
+        std::cout << fmt::format("  model cases: median host/compute {:.2f}, worst {:.2f}\n", median_of(model_ratios),
+                                 *std::max_element(model_ratios.begin(), model_ratios.end()));
+    } catch (const std::exception& e) {
+      std::cout << "  failed: " << e.what() << '\n';
     }
-    if (!model_ratios.empty())
-      std::cout << fmt::format("  model cases: median host/compute {:.2f}, worst {:.2f}\n", median_of(model_ratios),
-                               *std::max_element(model_ratios.begin(), model_ratios.end()));
-  } catch (const std::exception& e) {
-    std::cout << "  failed: " << e.what() << '\n';
   }
 
   // (c) compare_tensors' throughput against memcpy. Both move the same bytes through memory:
   // memcpy reads and writes B bytes, the comparison reads the two tensors' B bytes. The target
-  // differs from the reference inside the tolerance everywhere (the common case), so every element
-  // is looked at; bytes per second count both tensors. Both run on one thread and are timed in
+  // differs from the reference inside the tolerance (the common case), so every element is looked
+  // at; bytes per second count both tensors. Rounded to float16 or bfloat16 on both sides, a
+  // relative difference of 1e-7 leaves all but a few elements equal, so those pairs are measured
+  // once more with about a third of the elements a rounding step or two apart ("differing": 3e-4
+  // and 2e-3 apart before rounding; float16 with rtol 4e-3, as 1e-3 is not two steps), where ties
+  // with the largest error so far are common. The last column is the share of elements that differ. Both run on one thread and are timed in
   // that thread's CPU time: on a shared machine the time the scheduler gives to other processes
   // would otherwise land on whichever side it happened to interrupt.
-  std::cout << "\n(c) compare_tensors throughput vs memcpy (one thread each, thread CPU time; 16M elements per tensor)\n";
-  std::cout << fmt::format("  {:<26} {:>10} {:>10} {:>8}\n", "reference vs target", "compare", "memcpy", "ratio");
-  const int64_t n = 16 << 20;
-  const at::Tensor base = at::randn({n}, g);
-  const at::Tensor near = base * (1 + 1e-7 * at::randn({n}, g));
-  struct Kind {
-    const char* name;
-    c10::ScalarType reference, target;
-    Tolerance tol;
-  };
-  const Kind kinds[] = {{"float32 vs float32", at::kFloat, at::kFloat, Tolerance{1.3e-6, 1e-5}},
-                        {"float16 vs float16", at::kHalf, at::kHalf, Tolerance{1e-3, 1e-5}},
-                        {"bfloat16 vs bfloat16", at::kBFloat16, at::kBFloat16, Tolerance{1.6e-2, 1e-5}},
-                        {"float32 vs float16", at::kFloat, at::kHalf, Tolerance{1e-3, 1e-5}},
-                        {"float32 vs bfloat16", at::kFloat, at::kBFloat16, Tolerance{1.6e-2, 1e-5}}};
-  for (const auto& k : kinds) {
-    const at::Tensor r = base.to(k.reference), t = near.to(k.target);
-    const double bytes = static_cast<double>(r.nbytes() + t.nbytes());
-    std::vector<char> src(static_cast<size_t>(bytes / 2)), dst(src.size());
-    std::memset(src.data(), 1, src.size());
-    std::memset(dst.data(), 2, dst.size());
-    // Alternate the two, three rounds, so a busy neighbour slows both alike.
-    std::vector<double> cmp_gbs, copy_gbs;
-    bool ok = true;
-    for (int round = 0; round < 3; ++round) {
-      const double c = cpu_median([&] { ok &= compare_tensors("out", r, t, k.tol, k.target).ok; }, 1.0);
-      const double m = cpu_median([&] { std::memcpy(dst.data(), src.data(), src.size()); }, 0.5);
-      cmp_gbs.push_back(bytes / c / 1e9);
-      copy_gbs.push_back(2 * src.size() / m / 1e9);
+  if (want('c')) {
+    std::cout << "\n(c) compare_tensors throughput vs memcpy (one thread each, thread CPU time; 16M elements per tensor)\n";
+    std::cout << fmt::format("  {:<32} {:>10} {:>10} {:>8} {:>8}\n", "reference vs target", "compare", "memcpy", "ratio",
+                             "differ");
+    const int64_t n = 16 << 20;
+    const at::Tensor base = at::randn({n}, g);
+    const at::Tensor near = base * (1 + 1e-7 * at::randn({n}, g));
+    const at::Tensor noise = at::randn({n}, g);
+    const at::Tensor half_apart = base * (1 + 3e-4 * noise), bfloat16_apart = base * (1 + 2e-3 * noise);
+    struct Kind {
+      const char* name;
+      c10::ScalarType reference, target;
+      Tolerance tol;
+      const at::Tensor& target_values;
+    };
+    const Kind kinds[] = {
+        {"float32 vs float32", at::kFloat, at::kFloat, Tolerance{1.3e-6, 1e-5}, near},
+        {"float16 vs float16", at::kHalf, at::kHalf, Tolerance{1e-3, 1e-5}, near},
+        {"bfloat16 vs bfloat16", at::kBFloat16, at::kBFloat16, Tolerance{1.6e-2, 1e-5}, near},
+        {"float32 vs float16", at::kFloat, at::kHalf, Tolerance{1e-3, 1e-5}, near},
+        {"float32 vs bfloat16", at::kFloat, at::kBFloat16, Tolerance{1.6e-2, 1e-5}, near},
+        {"float16 vs float16, differing", at::kHalf, at::kHalf, Tolerance{4e-3, 1e-5}, half_apart},
+        {"bfloat16 vs bfloat16, differing", at::kBFloat16, at::kBFloat16, Tolerance{1.6e-2, 1e-5}, bfloat16_apart}};
+    for (const auto& k : kinds) {
+      const at::Tensor r = base.to(k.reference), t = k.target_values.to(k.target);
+      const double bytes = static_cast<double>(r.nbytes() + t.nbytes());
+      std::vector<char> src(static_cast<size_t>(bytes / 2)), dst(src.size());
+      std::memset(src.data(), 1, src.size());
+      std::memset(dst.data(), 2, dst.size());
+      // Alternate the two, three rounds, so a busy neighbour slows both alike.
+      std::vector<double> cmp_gbs, copy_gbs;
+      bool ok = true;
+      for (int round = 0; round < 3; ++round) {
+        const double c = cpu_median([&] { ok &= compare_tensors("out", r, t, k.tol, k.target).ok; }, 1.0);
+        const double m = cpu_median([&] { std::memcpy(dst.data(), src.data(), src.size()); }, 0.5);
+        cmp_gbs.push_back(bytes / c / 1e9);
+        copy_gbs.push_back(2 * src.size() / m / 1e9);
+      }
+      const double cm = median_of(cmp_gbs), mm = median_of(copy_gbs);
+      const double differ = r.to(at::kFloat).ne(t.to(at::kFloat)).to(at::kDouble).mean().item<double>();
+      std::cout << fmt::format("  {:<32} {:>6.2f} GB/s {:>5.2f} GB/s {:>8.3f} {:>7.2f}%{}\n", k.name, cm, mm, cm / mm,
+                               100 * differ, ok ? "" : "  (the comparison failed: these inputs are not the common case)");
     }
-    const double cm = median_of(cmp_gbs), mm = median_of(copy_gbs);
-    std::cout << fmt::format("  {:<26} {:>6.2f} GB/s {:>5.2f} GB/s {:>8.3f}{}\n", k.name, cm, mm, cm / mm,
-                             ok ? "" : "  (the comparison failed: these inputs are not the common case)");
   }
 
   // (d) Verdicts per second: the op cases of a few families, --quick, untimed, with one worker and
   // with two (the default on this machine's two cores).
   const std::string d_filter = "--ops --quick --min-time 0 --target cpu --filter '^op/(activation|reduction|linalg)/'";
-  std::cout << "\n(d) verdict throughput (" << d_filter << ")\n";
-  std::map<int, double> cases_per_s;
-  for (int jobs : {1, 2}) {
-    const std::string json = fmt::format("jobs{}.json", jobs);
-    const double s = run_mpscheck(dir, fmt::format("{} --jobs {} --json {}", d_filter, jobs, json));
-    try {
-      if (s < 0) throw std::runtime_error("the mpscheck run failed");
-      const RunReport rep = read_json_report(dir + "/" + json);
-      cases_per_s[jobs] = rep.cases.size() / s;
-      std::cout << fmt::format("  --jobs {}: {} cases in {:.1f} s, {:.1f} cases/s (whole process, start-up included)\n",
-                               jobs, rep.cases.size(), s, cases_per_s[jobs]);
-    } catch (const std::exception& e) {
-      std::cout << "  --jobs " << jobs << ": failed: " << e.what() << '\n';
+  if (want('d')) {
+    std::cout << "\n(d) verdict throughput (" << d_filter << ")\n";
+    std::map<int, double> cases_per_s;
+    for (int jobs : {1, 2}) {
+      const std::string json = fmt::format("jobs{}.json", jobs);
+      const double s = run_mpscheck(dir, fmt::format("{} --jobs {} --json {}", d_filter, jobs, json));
+      try {
+        if (s < 0) throw std::runtime_error("the mpscheck run failed");
+        const RunReport rep = read_json_report(dir + "/" + json);
+        cases_per_s[jobs] = rep.cases.size() / s;
+        std::cout << fmt::format("  --jobs {}: {} cases in {:.1f} s, {:.1f} cases/s (whole process, start-up included)\n",
+                                 jobs, rep.cases.size(), s, cases_per_s[jobs]);
+      } catch (const std::exception& e) {
+        std::cout << "  --jobs " << jobs << ": failed: " << e.what() << '\n';
+      }
     }
+    if (cases_per_s.count(1) && cases_per_s.count(2))
+      std::cout << fmt::format("  ratio --jobs 2 / --jobs 1: {:.2f}\n", cases_per_s[2] / cases_per_s[1]);
   }
-  if (cases_per_s.count(1) && cases_per_s.count(2))
-    std::cout << fmt::format("  ratio --jobs 2 / --jobs 1: {:.2f}\n", cases_per_s[2] / cases_per_s[1]);
 
   // (e) The reference cache: the same run twice with --reference-cache on a fresh directory; the
   // second computes only the target side. A run without the cache, just before, is the baseline
   // both are set against.
-  std::cout << "\n(e) reference cache: a run without it, a first run (fills it), a second run (uses it), " << d_filter
-            << " --jobs 1\n";
-  const std::string cache = dir + "/reference-cache";
-  std::filesystem::remove_all(cache);
-  const std::string e_args = fmt::format("{} --jobs 1 --reference-cache '{}'", d_filter, cache);
-  const double plain = run_mpscheck(dir, d_filter + " --jobs 1 --json nocache.json");
-  const double first = run_mpscheck(dir, e_args + " --json cache1.json");
-  const double second = run_mpscheck(dir, e_args + " --json cache2.json");
-  try {
-    if (plain < 0 || first < 0 || second < 0) throw std::runtime_error("an mpscheck run failed");
-    const RunReport rep = read_json_report(dir + "/cache2.json");
-    const auto cached = std::count_if(rep.cases.begin(), rep.cases.end(), [](const CaseResult& c) { return c.reference_cached; });
-    std::cout << fmt::format("  without {:.1f} s, first {:.1f} s, second {:.1f} s ({} of {} cases from the cache)\n", plain,
-                             first, second, cached, rep.cases.size());
-    std::cout << fmt::format("  speed-up first/second {:.2f}x, without/second {:.2f}x\n", first / second, plain / second);
-  } catch (const std::exception& e) {
-    std::cout << "  failed: " << e.what() << '\n';
+  if (want('e')) {
+    std::cout << "\n(e) reference cache: a run without it, a first run (fills it), a second run (uses it), " << d_filter
+              << " --jobs 1\n";
+    const std::string cache = dir + "/reference-cache";
+    std::filesystem::remove_all(cache);
+    const std::string e_args = fmt::format("{} --jobs 1 --reference-cache '{}'", d_filter, cache);
+    const double plain = run_mpscheck(dir, d_filter + " --jobs 1 --json nocache.json");
+    const double first = run_mpscheck(dir, e_args + " --json cache1.json");
+    const double second = run_mpscheck(dir, e_args + " --json cache2.json");
+    try {
+      if (plain < 0 || first < 0 || second < 0) throw std::runtime_error("an mpscheck run failed");
+      const RunReport rep = read_json_report(dir + "/cache2.json");
+      const auto cached = std::count_if(rep.cases.begin(), rep.cases.end(), [](const CaseResult& c) { return c.reference_cached; });
+      std::cout << fmt::format("  without {:.1f} s, first {:.1f} s, second {:.1f} s ({} of {} cases from the cache)\n", plain,
+                               first, second, cached, rep.cases.size());
+      std::cout << fmt::format("  speed-up first/second {:.2f}x, without/second {:.2f}x\n", first / second, plain / second);
+    } catch (const std::exception& e) {
+      std::cout << "  failed: " << e.what() << '\n';
+    }
   }
   return 0;
 }

@@ -316,23 +316,115 @@ MPSCHECK_MULTIVERSION void widen_half(const std::uint16_t* h, float* out, std::i
   for (std::int64_t i = 0; i < n; ++i) out[i] = Float16Bits::widen(h[i]);
 }
 #if MPSCHECK_X86_CLONES
+#define MPSCHECK_F16C __attribute__((target("avx2,f16c")))
+// The helpers below pass __m256 values, which GCC notes would change the ABI without AVX; they
+// are compiled with AVX and called only from functions compiled with it.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wpsabi"
 // x86's F16C instruction widens eight float16 to float32 exactly in one step, where the bit
 // manipulation above takes a dozen; compilers do not produce it from portable code. It is used
 // only while the thread keeps subnormals (the scalar pass then reads the same values whatever
 // F16C does under DAZ).
-__attribute__((target("avx2,f16c"))) void widen_half_f16c(const std::uint16_t* h, float* out, std::int64_t n) {
+MPSCHECK_F16C __m256 load8_half(const std::uint16_t* h) {
+  return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(h)));
+}
+MPSCHECK_F16C void widen_half_f16c(const std::uint16_t* h, float* out, std::int64_t n) {
   std::int64_t i = 0;
-  for (; i + 8 <= n; i += 8)
-    _mm256_storeu_ps(out + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(h + i))));
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(out + i, load8_half(h + i));
   for (; i < n; ++i) out[i] = Float16Bits::widen(h[i]);
 }
 bool has_f16c() {
   static const bool yes = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
   return yes;
 }
+
+// quiet_float_loop written out in AVX2 for the pairings with a 16-bit side, eight elements at a
+// time, each side widened in registers (float16 by F16C, bfloat16 by a 16-bit shift), so that the
+// block is read once and nothing is stored. Every lane computes quiet_float_loop's float32
+// expressions, operation for operation (no FMA: the target has none), with the same comparisons
+// (ordered: false for NaN, as C++'s <= is), so a lane is quiet exactly when quiet_float_loop
+// would call that element quiet; the last n % 8 elements go to quiet_float_loop itself. Called
+// only where has_f16c() holds.
+struct Float32Lanes : Float32Bits {
+  MPSCHECK_F16C static __m256 load8(const float* p) { return _mm256_loadu_ps(p); }
+};
+struct Float16Lanes : Float16Bits {
+  MPSCHECK_F16C static __m256 load8(const std::uint16_t* p) { return load8_half(p); }
+};
+struct BFloat16Lanes : BFloat16Bits {
+  MPSCHECK_F16C static __m256 load8(const std::uint16_t* p) {
+    const __m256i wide = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(wide, 16));
+  }
+};
+MPSCHECK_F16C inline __m256 le(__m256 x, __m256 y) { return _mm256_cmp_ps(x, y, _CMP_LE_OQ); }
+// x where x >= 2^-100, else +0 (the mask of a false comparison is all zeros).
+MPSCHECK_F16C inline __m256 unless_tiny(__m256 x) {
+  return _mm256_and_ps(x, _mm256_cmp_ps(x, _mm256_set1_ps(0x1p-100f), _CMP_GE_OQ));
+}
+template <class R, class T, bool kTolerance, bool kTies>
+MPSCHECK_F16C inline bool quiet_lanes_loop(const void* rv, const void* tv, std::int64_t n, const FloatThresholds& th) {
+  const auto* rp = static_cast<const typename R::raw*>(rv);
+  const auto* tp = static_cast<const typename T::raw*>(tv);
+  const __m256 sign = _mm256_set1_ps(-0.0f), zero = _mm256_setzero_ps();
+  const __m256 a = _mm256_set1_ps(th.a), a_tie = _mm256_set1_ps(th.a_tie), at = _mm256_set1_ps(th.at),
+               rt = _mm256_set1_ps(th.rt), m = _mm256_set1_ps(th.m), atol_down = _mm256_set1_ps(th.atol_down);
+  __m256 quiet = _mm256_castsi256_ps(_mm256_set1_epi32(-1));
+  std::int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 r = R::load8(rp + i), t = T::load8(tp + i);
+    const __m256 d = _mm256_sub_ps(t, r);
+    const __m256 df = _mm256_andnot_ps(sign, d), mag = _mm256_andnot_ps(sign, r);
+    __m256 rest = _mm256_or_ps(le(mag, atol_down), le(df, unless_tiny(_mm256_mul_ps(m, mag))));  // within_rel
+    if constexpr (kTolerance) rest = _mm256_and_ps(rest, le(df, unless_tiny(_mm256_add_ps(at, _mm256_mul_ps(rt, mag)))));
+    const __m256 within_abs = le(df, a);
+    __m256 ok = _mm256_and_ps(within_abs, rest);
+    if constexpr (kTies) {
+      // The tie test can only turn a loud lane quiet, so it is worked out only for a vector with
+      // a loud lane; a vector still loud after it makes the block loud.
+      if (_mm256_movemask_ps(ok) != 0xff) {
+        const __m256 back = _mm256_sub_ps(d, t);
+        const __m256 error = _mm256_sub_ps(_mm256_sub_ps(t, _mm256_sub_ps(d, back)), _mm256_add_ps(r, back));
+        const __m256 tie = _mm256_and_ps(_mm256_cmp_ps(error, zero, _CMP_EQ_OQ), le(df, a_tie));
+        ok = _mm256_and_ps(_mm256_or_ps(within_abs, tie), rest);
+        if (_mm256_movemask_ps(ok) != 0xff) return false;
+      }
+    } else {
+      quiet = _mm256_and_ps(quiet, ok);
+    }
+  }
+  return _mm256_movemask_ps(quiet) == 0xff && quiet_float_loop<R, T, kTolerance, kTies>(rp + i, tp + i, n - i, th);
+}
+template <class R, class T, bool kTies>
+MPSCHECK_F16C inline bool quiet_lanes_impl(const void* rv, const void* tv, std::int64_t n, const FloatThresholds& th) {
+  return th.tolerance_implied ? quiet_lanes_loop<R, T, false, kTies>(rv, tv, n, th)
+                              : quiet_lanes_loop<R, T, true, kTies>(rv, tv, n, th);
+}
+MPSCHECK_F16C bool quiet_lanes_f16_f16(const void* r, const void* t, std::int64_t n, const FloatThresholds& th) {
+  return quiet_lanes_impl<Float16Lanes, Float16Lanes, true>(r, t, n, th);
+}
+MPSCHECK_F16C bool quiet_lanes_bf16_bf16(const void* r, const void* t, std::int64_t n, const FloatThresholds& th) {
+  return quiet_lanes_impl<BFloat16Lanes, BFloat16Lanes, true>(r, t, n, th);
+}
+MPSCHECK_F16C bool quiet_lanes_f32_f16(const void* r, const void* t, std::int64_t n, const FloatThresholds& th) {
+  return quiet_lanes_impl<Float32Lanes, Float16Lanes, false>(r, t, n, th);
+}
+MPSCHECK_F16C bool quiet_lanes_f32_bf16(const void* r, const void* t, std::int64_t n, const FloatThresholds& th) {
+  return quiet_lanes_impl<Float32Lanes, BFloat16Lanes, false>(r, t, n, th);
+}
+// The in-register predicate for a pairing, or null where there is none.
+QuietFloat quiet_lanes_for(c10::ScalarType r, c10::ScalarType t) {
+  if (r == at::kHalf && t == at::kHalf) return quiet_lanes_f16_f16;
+  if (r == at::kBFloat16 && t == at::kBFloat16) return quiet_lanes_bf16_bf16;
+  if (r == at::kFloat && t == at::kHalf) return quiet_lanes_f32_f16;
+  if (r == at::kFloat && t == at::kBFloat16) return quiet_lanes_f32_bf16;
+  return nullptr;
+}
+#pragma GCC diagnostic pop
 #else
 void widen_half_f16c(const std::uint16_t* h, float* out, std::int64_t n) { widen_half(h, out, n); }
 bool has_f16c() { return false; }
+QuietFloat quiet_lanes_for(c10::ScalarType, c10::ScalarType) { return nullptr; }
 #endif
 MPSCHECK_MULTIVERSION void widen_bfloat16(const std::uint16_t* h, float* out, std::int64_t n) {
   for (std::int64_t i = 0; i < n; ++i) out[i] = BFloat16Bits::widen(h[i]);
@@ -374,10 +466,10 @@ struct DoubleSource {
   const double* block(std::int64_t begin, std::int64_t, double*) const { return f64 + begin; }
 };
 
-// Float32 sources: quiet_float on the raw elements where there is a function for the pairing,
-// else on the block widened to float32 (float16 by F16C where the CPU has it); then quiet_double
-// and the scalar pass on the widened block. A thread that flushes subnormals goes by quiet_double
-// alone.
+// Float32 sources: quiet_float on the raw elements where there is a function for the pairing (in
+// AVX2 registers where the CPU has F16C), else on the block widened to float32 (float16 by F16C
+// where the CPU has it); then quiet_double and the scalar pass on the widened block. A thread that
+// flushes subnormals goes by quiet_double alone.
 template <class Source>
 void ElementStats::scan_fast(const Source& rs_in, const Source& ts_in, std::int64_t n) {
   using V = typename Source::value_type;
@@ -389,7 +481,10 @@ void ElementStats::scan_fast(const Source& rs_in, const Source& ts_in, std::int6
     gradual = !flushes_subnormals();
     const bool f16c = gradual && has_f16c() && (rs.dtype == at::kHalf || ts.dtype == at::kHalf);
     rs.f16c = ts.f16c = f16c;
-    if (gradual) on_raw = quiet_float_for(rs.dtype, ts.dtype);
+    // The in-register predicates where the CPU has AVX2 and F16C, else the portable ones
+    // compiled for the baseline and AVX2.
+    if (gradual && has_f16c()) on_raw = quiet_lanes_for(rs.dtype, ts.dtype);
+    if (gradual && !on_raw) on_raw = quiet_float_for(rs.dtype, ts.dtype);
     const bool both_16_bits = rs.dtype != at::kFloat && ts.dtype != at::kFloat;
     if (gradual && !on_raw) on_widened = both_16_bits ? quiet_f32_f32_ties : quiet_f32_f32;
   }
@@ -701,18 +796,25 @@ Attribution attribute_with_gold(const at::Tensor& gold, const at::Tensor& refere
     if (round) c = c.to(target_dtype);
     return c.to(at::kDouble).contiguous();
   };
+  // Hands `pass` each chunk: its first element's index, its length, and its gold, reference,
+  // target and baseline elements.
+  auto for_each_chunk = [&](auto&& pass) {
+    for (std::int64_t begin = 0; begin < n; begin += kChunk) {
+      const std::int64_t len = std::min(kChunk, n - begin);
+      const at::Tensor gc = chunk(g_all, begin, len, false), rc = chunk(r_all, begin, len, false),
+                       tc = chunk(t_all, begin, len, false), bc = chunk(b_all, begin, len, reduced);
+      pass(begin, len, gc.const_data_ptr<double>(), rc.const_data_ptr<double>(), tc.const_data_ptr<double>(),
+           bc.const_data_ptr<double>());
+    }
+  };
   const double inf = std::numeric_limits<double>::infinity();
 
   // Pass 1: the RMSEs, each over the elements where gold and that side are finite.
   double sr = 0, st = 0, sb = 0;
   std::int64_t nr = 0, nt = 0, nb = 0;
   bool r_nonfinite = false, t_nonfinite = false;
-  for (std::int64_t begin = 0; begin < n; begin += kChunk) {
-    const std::int64_t len = std::min(kChunk, n - begin);
-    const at::Tensor gc = chunk(g_all, begin, len, false), rc = chunk(r_all, begin, len, false),
-                     tc = chunk(t_all, begin, len, false), bc = chunk(b_all, begin, len, reduced);
-    const double *g = gc.data_ptr<double>(), *r = rc.data_ptr<double>(), *t = tc.data_ptr<double>(),
-                 *b = bc.data_ptr<double>();
+  for_each_chunk([&](std::int64_t, std::int64_t len, const double* g, const double* r, const double* t,
+                     const double* b) {
     for (std::int64_t i = 0; i < len; ++i) {
       if (!std::isfinite(g[i])) continue;
       if (std::isfinite(r[i])) sr += (r[i] - g[i]) * (r[i] - g[i]), ++nr;
@@ -721,7 +823,7 @@ Attribution attribute_with_gold(const at::Tensor& gold, const at::Tensor& refere
       else t_nonfinite = true;
       if (reduced && std::isfinite(b[i])) sb += (b[i] - g[i]) * (b[i] - g[i]), ++nb;
     }
-  }
+  });
   auto root = [](double s, std::int64_t k) { return k > 0 ? std::sqrt(s / static_cast<double>(k)) : 0.0; };
   a.measured = true;
   const double ref_finite_rmse = root(sr, nr);
@@ -735,12 +837,8 @@ Attribution attribute_with_gold(const at::Tensor& gold, const at::Tensor& refere
   // Pass 2: every element outside the plain tolerance against the float32 reference must be
   // within what float32 (or the rounded baseline) makes there, or the dtype's rounding there.
   const double spread = kSpreadMultiplier * a.baseline + tol.atol;
-  for (std::int64_t begin = 0; begin < n; begin += kChunk) {
-    const std::int64_t len = std::min(kChunk, n - begin);
-    const at::Tensor gc = chunk(g_all, begin, len, false), rc = chunk(r_all, begin, len, false),
-                     tc = chunk(t_all, begin, len, false), bc = chunk(b_all, begin, len, reduced);
-    const double *g = gc.data_ptr<double>(), *r = rc.data_ptr<double>(), *t = tc.data_ptr<double>(),
-                 *b = bc.data_ptr<double>();
+  for_each_chunk([&](std::int64_t begin, std::int64_t len, const double* g, const double* r, const double* t,
+                     const double* b) {
     for (std::int64_t i = 0; i < len; ++i) {
       bool bad;
       double allowed = 0;
@@ -766,7 +864,7 @@ Attribution attribute_with_gold(const at::Tensor& gold, const at::Tensor& refere
       }
       ++a.bad_elements;
     }
-  }
+  });
   a.target_ok = a.rmse_ok && a.bad_elements == 0;
   return a;
 }

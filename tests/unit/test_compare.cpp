@@ -646,3 +646,166 @@ TEST(CompareFastPass, EqualOutputsReportTheReferencesFirstValueOnBothSides) {
     expect_same_report(plain_compare(r, t, kTol), got, c10::toString(p.reference));
   }
 }
+
+// ---- float16 and bfloat16 read in registers (F16C and AVX2 on x86-64, the portable loop elsewhere) ----
+//
+// Quantized outputs, as float16 and bfloat16 results are, where most blocks are quiet and the
+// in-register predicate alone decides them, with special values planted among them: every lane
+// of a vector and the elements past the last whole vector must be seen.
+namespace {
+
+const DtypePair kHalfPairs[] = {{at::kHalf, at::kHalf},
+                                {at::kBFloat16, at::kBFloat16},
+                                {at::kFloat, at::kHalf},
+                                {at::kFloat, at::kBFloat16}};
+
+// Reference and target of about unit size (1e-3..1e3 here and there) a rounding step or a few
+// apart in places: the target is the reference moved by up to `spread` relatively, then rounded.
+std::pair<at::Tensor, at::Tensor> quantized_pair(std::int64_t n, const DtypePair& p, double spread,
+                                                 std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<double> normal;
+  std::uniform_real_distribution<double> unit;
+  at::Tensor x = at::empty({n}, at::kDouble), y = at::empty({n}, at::kDouble);
+  auto xa = x.accessor<double, 1>();
+  auto ya = y.accessor<double, 1>();
+  for (std::int64_t i = 0; i < n; ++i) {
+    xa[i] = normal(rng) * (unit(rng) < 0.05 ? std::pow(10.0, std::floor(unit(rng) * 7) - 3) : 1.0);
+    ya[i] = xa[i] * (1 + spread * normal(rng));
+  }
+  return {x.to(p.reference), y.to(p.target)};
+}
+
+// The bit patterns a widening can get wrong, for float16 (half) or bfloat16: signed zeros, the
+// infinities, NaNs (quiet, signalling, negative, with payloads), the smallest and largest
+// subnormals, the smallest normal, the largest finite value, and a random subnormal.
+std::vector<std::uint16_t> special_patterns(c10::ScalarType dtype, std::mt19937_64& rng) {
+  const std::uint16_t sub = static_cast<std::uint16_t>(rng());
+  if (dtype == at::kHalf)
+    return {0x0000, 0x8000, 0x7c00, 0xfc00, 0x7e00, 0xfe01, 0x7c01, 0x7fff,
+            0x0001, 0x8001, 0x03ff, 0x83ff, 0x0400, 0x7bff, 0xfbff, static_cast<std::uint16_t>(sub & 0x83ff)};
+  return {0x0000, 0x8000, 0x7f80, 0xff80, 0x7fc0, 0xffc1, 0x7f81, 0x7fff,
+          0x0001, 0x8001, 0x007f, 0x807f, 0x0080, 0x7f7f, 0xff7f, static_cast<std::uint16_t>(sub & 0x807f)};
+}
+
+// Element i of x set to the value of a float16/bfloat16 bit pattern (bit for bit where x is of
+// that dtype, widened where x is float32).
+void plant(at::Tensor& x, std::int64_t i, std::uint16_t bits, c10::ScalarType dtype) {
+  const at::Tensor value = at::full({1}, static_cast<std::int16_t>(bits), at::kShort).view(dtype);
+  x.narrow(0, i, 1).copy_(value);
+}
+
+c10::ScalarType half_of(const DtypePair& p) { return p.target; }
+
+std::string pair_name(const DtypePair& p) {
+  return fmt::format("{} vs {}", c10::toString(p.reference), c10::toString(p.target));
+}
+
+}  // namespace
+
+// Special values sprinkled at random over quantized outputs of lengths that are not multiples of
+// the vector width, on either side or on both, under tolerances from none to loose.
+TEST(CompareHalfLanes, RandomSpecialValuesInQuantizedOutputsMatchThePlainReading) {
+  const Tolerance tols[] = {Tolerance{1e-3, 1e-5}, Tolerance{1.6e-2, 1e-5}, Tolerance{0, 0}, Tolerance{1e-2, 1e-2}};
+  std::uint64_t seed = 100;
+  int compared = 0;
+  for (const auto& p : kHalfPairs)
+    for (const std::int64_t n : {std::int64_t{5}, std::int64_t{13}, std::int64_t{1024 + 7}, std::int64_t{3 * 1024 + 13}})
+      for (const double rate : {0.0, 1e-3, 1e-2, 0.2})
+        for (const auto& tol : tols) {
+          std::mt19937_64 rng(seed);
+          auto [r, t] = quantized_pair(n, p, p.target == at::kHalf ? 1e-3 : 8e-3, seed++);
+          const auto patterns = special_patterns(half_of(p), rng);
+          std::uniform_real_distribution<double> unit;
+          for (std::int64_t i = 0; i < n; ++i) {
+            if (unit(rng) >= rate) continue;
+            const std::uint16_t bits = patterns[rng() % patterns.size()];
+            const int side = static_cast<int>(rng() % 3);  // reference, target, or both
+            if (side != 1) plant(r, i, bits, half_of(p));
+            if (side != 0) plant(t, i, side == 2 && rng() % 2 ? patterns[rng() % patterns.size()] : bits, half_of(p));
+          }
+          expect_same_report(plain_compare(r, t, tol), compare_tensors("out", r, t, tol, p.target),
+                             fmt::format("{}, n {}, rate {}, tol {}/{}, seed {}", pair_name(p), n, rate, tol.rtol,
+                                         tol.atol, seed - 1));
+          ++compared;
+        }
+  EXPECT_EQ(compared, 4 * 4 * 4 * 4);
+}
+
+// One special value in an otherwise quiet output, in each lane of a vector in the middle of a
+// block, in the first and last lanes of the last whole vector and in every element after it: the
+// report must be the plain reading's, and the element must show in it.
+TEST(CompareHalfLanes, OneSpecialValueIsSeenInEveryLaneAndInTheTail) {
+  const std::int64_t n = 2 * 1024 + 13;  // the last whole vector ends at n - 5
+  std::vector<std::int64_t> positions;
+  for (std::int64_t lane = 0; lane < 8; ++lane) positions.push_back(1024 + 512 + lane);
+  for (std::int64_t i = n - 13; i < n; ++i) positions.push_back(i);
+  const Tolerance tol{1e-2, 1e-3};
+  for (const auto& p : kHalfPairs) {
+    std::mt19937_64 rng(7);
+    const auto patterns = special_patterns(half_of(p), rng);
+    // Quiet: the same values on both sides but for errors well inside the tolerance.
+    const auto [r0, t0] = quantized_pair(n, p, 1e-3, 5);
+    const OutputReport quiet = compare_tensors("out", r0, t0, tol, p.target);
+    ASSERT_TRUE(quiet.ok) << pair_name(p);
+    ASSERT_EQ(quiet.nan_reference + quiet.nan_target + quiet.inf_reference + quiet.inf_target, 0) << pair_name(p);
+    for (const std::int64_t at : positions)
+      for (const std::uint16_t bits : patterns)
+        for (const int side : {0, 1, 2}) {
+          at::Tensor r = r0.clone(), t = t0.clone();
+          if (side != 1) plant(r, at, bits, half_of(p));
+          if (side != 0) plant(t, at, bits, half_of(p));
+          const std::string what = fmt::format("{}, at {}, bits {:#06x}, side {}", pair_name(p), at, bits, side);
+          const OutputReport want = plain_compare(r, t, tol), got = compare_tensors("out", r, t, tol, p.target);
+          expect_same_report(want, got, what);
+          // A NaN or an infinity on one side only is a mismatch at that element.
+          const double v = at::full({1}, static_cast<std::int16_t>(bits), at::kShort).view(half_of(p)).item<double>();
+          if (!std::isfinite(v) && side != 2) {
+            EXPECT_EQ(got.first_mismatch, at) << what;
+          }
+        }
+  }
+}
+
+// A new largest error, a new largest relative error, and an error outside the tolerance, each
+// planted once in every lane of the last vector of a block and in every element of the next,
+// short, block (a whole vector and a tail). Element 0 sets the largest errors so far: in the
+// "tied" output every other element ties with the largest error (the 16-bit pairs' tie test
+// decides), in the "below" one every other error is below it. The largest error's element and
+// value, the largest relative error and the mismatch must come from the planted element.
+TEST(CompareHalfLanes, ANewLargestErrorInAnyLaneIsFound) {
+  const std::int64_t n = 2 * 1024 + 11;  // block 0 sets the thresholds; 2040..2047 end block 1
+  for (const auto& p : kHalfPairs)
+    for (const bool tied : {true, false}) {
+      // Reference 1.5, target one rounding step of the target dtype above it (exact in both).
+      const double step = p.target == at::kHalf ? std::ldexp(1, -10) : std::ldexp(1, -7);
+      at::Tensor r0 = at::full({n}, 1.5, at::kDouble), t0 = at::full({n}, 1.5 + step, at::kDouble);
+      const double first = tied ? step : 2 * step;  // element 0's error, on a reference of 1
+      r0[0] = 1.0;
+      t0[0] = 1.0 + first;
+      r0 = r0.to(p.reference), t0 = t0.to(p.target);
+      const Tolerance tol{0, 4 * step};  // absolute only: three steps pass, five do not
+      const std::string name = fmt::format("{}, {}", pair_name(p), tied ? "tied" : "below");
+      for (std::int64_t at = 2040; at < n; ++at) {
+        for (const double steps : {3.0, 5.0}) {
+          at::Tensor t = t0.clone();
+          t[at] = 1.5 + steps * step;
+          const std::string what = fmt::format("{}, at {}, {} steps", name, at, steps);
+          const OutputReport got = compare_tensors("out", r0, t, tol, p.target);
+          expect_same_report(plain_compare(r0, t, tol), got, what);
+          EXPECT_EQ(got.max_abs, steps * step) << what;
+          EXPECT_EQ(got.target_value, 1.5 + steps * step) << what;
+          EXPECT_EQ(got.mismatches, steps > 4 ? 1 : 0) << what;
+        }
+        // A larger relative error: twice the step on a reference of 0.75.
+        at::Tensor r = r0.clone(), t = t0.clone();
+        r[at] = 0.75;
+        t[at] = 0.75 + 2 * step;
+        const std::string what = fmt::format("{}, relative at {}", name, at);
+        const OutputReport got = compare_tensors("out", r, t, tol, p.target);
+        expect_same_report(plain_compare(r, t, tol), got, what);
+        EXPECT_EQ(got.max_rel, 2 * step / 0.75) << what;
+        EXPECT_EQ(got.max_abs, 2 * step) << what;
+      }
+    }
+}
