@@ -400,24 +400,12 @@ MPSCHECK_F16C inline bool quiet_lanes_impl(const void* rv, const void* tv, std::
   return th.tolerance_implied ? quiet_lanes_loop<R, T, false, kTies>(rv, tv, n, th)
                               : quiet_lanes_loop<R, T, true, kTies>(rv, tv, n, th);
 }
-MPSCHECK_F16C bool quiet_lanes_f16_f16(const void* r, const void* t, std::int64_t n, const FloatThresholds& th) {
-  return quiet_lanes_impl<Float16Lanes, Float16Lanes, true>(r, t, n, th);
-}
-MPSCHECK_F16C bool quiet_lanes_bf16_bf16(const void* r, const void* t, std::int64_t n, const FloatThresholds& th) {
-  return quiet_lanes_impl<BFloat16Lanes, BFloat16Lanes, true>(r, t, n, th);
-}
-MPSCHECK_F16C bool quiet_lanes_f32_f16(const void* r, const void* t, std::int64_t n, const FloatThresholds& th) {
-  return quiet_lanes_impl<Float32Lanes, Float16Lanes, false>(r, t, n, th);
-}
-MPSCHECK_F16C bool quiet_lanes_f32_bf16(const void* r, const void* t, std::int64_t n, const FloatThresholds& th) {
-  return quiet_lanes_impl<Float32Lanes, BFloat16Lanes, false>(r, t, n, th);
-}
 // The in-register predicate for a pairing, or null where there is none.
 QuietFloat quiet_lanes_for(c10::ScalarType r, c10::ScalarType t) {
-  if (r == at::kHalf && t == at::kHalf) return quiet_lanes_f16_f16;
-  if (r == at::kBFloat16 && t == at::kBFloat16) return quiet_lanes_bf16_bf16;
-  if (r == at::kFloat && t == at::kHalf) return quiet_lanes_f32_f16;
-  if (r == at::kFloat && t == at::kBFloat16) return quiet_lanes_f32_bf16;
+  if (r == at::kHalf && t == at::kHalf) return quiet_lanes_impl<Float16Lanes, Float16Lanes, true>;
+  if (r == at::kBFloat16 && t == at::kBFloat16) return quiet_lanes_impl<BFloat16Lanes, BFloat16Lanes, true>;
+  if (r == at::kFloat && t == at::kHalf) return quiet_lanes_impl<Float32Lanes, Float16Lanes, false>;
+  if (r == at::kFloat && t == at::kBFloat16) return quiet_lanes_impl<Float32Lanes, BFloat16Lanes, false>;
   return nullptr;
 }
 #pragma GCC diagnostic pop
