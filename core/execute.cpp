@@ -68,13 +68,15 @@ double time_block(TimedSide& s, int n) {
   return seconds_since(t0);
 }
 
+// Warm-up (not counted), then a block size that makes one sample about budget/10.
+void warm_up_and_size(TimedSide& s, double budget) {
+  time_block(s, 1);
+  const double once = std::max(time_block(s, 1), 1e-7);
+  s.block = static_cast<int>(std::clamp(std::ceil(budget / 10 / once), 1.0, 100000.0));
+}
+
 void measure(TimedSide& ref, TimedSide& tgt, double budget) {
-  // Warm-up (not counted), then a block size that makes one sample about budget/10.
-  for (TimedSide* s : {&ref, &tgt}) {
-    time_block(*s, 1);
-    const double once = std::max(time_block(*s, 1), 1e-7);
-    s->block = static_cast<int>(std::clamp(std::ceil(budget / 10 / once), 1.0, 100000.0));
-  }
+  for (TimedSide* s : {&ref, &tgt}) warm_up_and_size(*s, budget);
   constexpr int kMinSamples = 5, kMaxSamples = 200;
   for (int round = 0; round < kMaxSamples; ++round) {
     // Alternate which side goes first, so neither side always inherits the other's warm caches.
@@ -127,9 +129,7 @@ std::string busy_host_note(const SpeedRound& round) {
 // interleaved rounds of both sides.
 SpeedRound time_target_alone(const TimingStats& reference, Instance& tgt, c10::Device device, double budget) {
   TimedSide side{&tgt, device, {}};
-  time_block(side, 1);
-  const double once = std::max(time_block(side, 1), 1e-7);
-  side.block = static_cast<int>(std::clamp(std::ceil(budget / 10 / once), 1.0, 100000.0));
+  warm_up_and_size(side, budget);
   for (int round = 0; round < 200; ++round) {
     const double t = time_block(side, side.block);
     side.samples.push_back(t / side.block);
