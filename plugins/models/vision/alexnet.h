@@ -1,4 +1,5 @@
 // AlexNet as torchvision builds it (the "one weird trick" variant: 64-192-384-256-256 channels).
+// `narrow` divides every width (convs and classifier) for quick runs.
 #pragma once
 
 #include <torch/torch.h>
@@ -6,7 +7,7 @@
 namespace mpscheck::vision {
 
 struct AlexNetImpl : torch::nn::Module {
-  explicit AlexNetImpl(int64_t num_classes = 1000, double dropout = 0.5);
+  explicit AlexNetImpl(int64_t num_classes = 1000, double dropout = 0.5, int64_t narrow = 1);
   torch::Tensor forward(torch::Tensor x);
 
   torch::nn::Sequential features, classifier;

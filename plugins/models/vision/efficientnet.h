@@ -24,6 +24,6 @@ struct EfficientNetImpl : torch::nn::Module {
 TORCH_MODULE(EfficientNet);
 
 EfficientNet efficientnet_b0();
-EfficientNet efficientnet_b4();
+EfficientNet efficientnet_b4(double width_mult = 1.4);  // quick runs narrow it
 
 }  // namespace mpscheck::vision

@@ -11,6 +11,7 @@ namespace mpscheck::vision {
 struct ResNetConfig {
   bool bottleneck;                // Bottleneck (expansion 4) or BasicBlock (expansion 1)
   std::array<int64_t, 4> blocks;  // per stage layer1..layer4
+  int64_t width = 64;             // the stem's channels and layer1's planes; each stage doubles them
 };
 
 struct ResNetImpl : torch::nn::Module {
@@ -26,7 +27,7 @@ TORCH_MODULE(ResNet);
 
 ResNet resnet18();
 ResNet resnet34();
-ResNet resnet50();
+ResNet resnet50(int64_t width = 64);
 ResNet resnet101();
 
 }  // namespace mpscheck::vision
