@@ -156,6 +156,15 @@ SpeedRound time_target_alone(const TimingStats& reference, Instance& tgt, c10::D
 // carry a claim when the machine was busy: then every round measures the same load, and agrees
 // about it. A first round against a reused reference time goes through the same two rounds, so a
 // claim always rests on fresh interleaved measurements of both sides.
+//
+// A confirmation round runs on half the first round's budget. It can only withdraw a claim, never
+// make one, and what it is there to catch, a placement accident or a busy machine, is drawn anew
+// by the fresh pair or read from the CPU share, at any budget. What a shorter round loses is
+// precision: wider ranges, which separate less often, so it withdraws more real claims rather than
+// confirming false ones. Three full rounds made the claims of a --quick run cost as much as all its
+// other timed cases together.
+constexpr double kConfirmationBudgetShare = 0.5;
+
 void settle_speed(const SpeedRound& first, bool first_reused, const Workload& w, const ExecuteOptions& options,
                   c10::Device device, c10::ScalarType dtype, CaseResult& r) {
   SpeedRound decided = first;
@@ -170,7 +179,7 @@ void settle_speed(const SpeedRound& first, bool first_reused, const Workload& w,
         std::unique_ptr<Instance> fresh_tgt = w.instantiate(options.setup, Placement{device, dtype, Side::Target});
         std::unique_ptr<Instance> fresh_ref =
             w.instantiate(options.setup, Placement{c10::Device(c10::kCPU), c10::kFloat, Side::Reference});
-        round = time_round(*fresh_ref, *fresh_tgt, device, options.min_time_s);
+        round = time_round(*fresh_ref, *fresh_tgt, device, kConfirmationBudgetShare * options.min_time_s);
         speedups.push_back(round.speedup);
       }
       decided = round;
