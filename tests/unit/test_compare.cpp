@@ -767,6 +767,42 @@ TEST(CompareHalfLanes, OneSpecialValueIsSeenInEveryLaneAndInTheTail) {
   }
 }
 
+// Identical 16-bit outputs, bit for bit, take a shortcut of their own (equal bits that are not an
+// infinity or a NaN are quiet). One special value, on one side or on both, in each of the sixteen
+// lanes of a step in the middle of a block and in the tail, under a tolerance and under none: the
+// report must be the plain reading's. A NaN or an infinity on both sides is the same bits on both
+// sides too, and must still be counted and judged as the plain reading judges it.
+TEST(CompareHalfLanes, IdenticalOutputsWithOneSpecialValueAnywhereMatchThePlainReading) {
+  const std::int64_t n = 3 * 1024 + 13;
+  std::vector<std::int64_t> positions;
+  for (std::int64_t lane = 0; lane < 16; ++lane) positions.push_back(1024 + 512 + lane);
+  for (std::int64_t i = n - 13; i < n; ++i) positions.push_back(i);
+  int compared = 0;
+  for (const auto& p : kHalfPairs) {
+    if (p.reference != p.target) continue;
+    std::mt19937_64 rng(11);
+    const auto patterns = special_patterns(p.target, rng);
+    const at::Tensor r0 = quantized_pair(n, p, 1e-3, 3).first;
+    for (const Tolerance& tol : {Tolerance{0, 0}, Tolerance{1e-2, 1e-3}}) {
+      const OutputReport same = compare_tensors("out", r0, r0.clone(), tol, p.target);
+      ASSERT_TRUE(same.ok) << pair_name(p);
+      ASSERT_EQ(same.max_abs, 0.0) << pair_name(p);
+      for (const std::int64_t at : positions)
+        for (const std::uint16_t bits : patterns)
+          for (const int side : {0, 1, 2}) {
+            at::Tensor r = r0.clone(), t = r0.clone();
+            if (side != 1) plant(r, at, bits, p.target);
+            if (side != 0) plant(t, at, bits, p.target);
+            const std::string what =
+                fmt::format("{}, at {}, bits {:#06x}, side {}, tol {}/{}", pair_name(p), at, bits, side, tol.rtol, tol.atol);
+            expect_same_report(plain_compare(r, t, tol), compare_tensors("out", r, t, tol, p.target), what);
+            ++compared;
+          }
+    }
+  }
+  EXPECT_EQ(compared, 2 * 2 * (16 + 13) * 16 * 3);
+}
+
 // A new largest error, a new largest relative error, and an error outside the tolerance, each
 // planted once in every lane of the last vector of a block and in every element of the next,
 // short, block (a whole vector and a tail). Element 0 sets the largest errors so far: in the
