@@ -225,7 +225,9 @@ int main(int argc, char** argv) {
   pairs.push_back({"model/mnist_cnn/infer", [cnn, &mnist_x]() -> std::function<void()> {
                      return [cnn, x = mnist_x.clone()] { at::NoGradGuard ng; (void)cnn->forward(x); };
                    }});
-  pairs.push_back({"model/mlp/train", [train_step]() -> std::function<void()> { return [train_step] { (void)train_step(); }; }});
+  pairs.push_back({"model/mlp/train", [train_step]() -> std::function<void()> {
+                     return [train_step] { (void)train_step(); };
+                   }});
 
   if (want('a')) {
     // The hand networks compute what the cases compute.

@@ -793,8 +793,8 @@ TEST(CompareHalfLanes, IdenticalOutputsWithOneSpecialValueAnywhereMatchThePlainR
             at::Tensor r = r0.clone(), t = r0.clone();
             if (side != 1) plant(r, at, bits, p.target);
             if (side != 0) plant(t, at, bits, p.target);
-            const std::string what =
-                fmt::format("{}, at {}, bits {:#06x}, side {}, tol {}/{}", pair_name(p), at, bits, side, tol.rtol, tol.atol);
+            const std::string what = fmt::format("{}, at {}, bits {:#06x}, side {}, tol {}/{}", pair_name(p), at, bits,
+                                                 side, tol.rtol, tol.atol);
             expect_same_report(plain_compare(r, t, tol), compare_tensors("out", r, t, tol, p.target), what);
             ++compared;
           }

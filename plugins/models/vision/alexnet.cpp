@@ -13,8 +13,9 @@ AlexNetImpl::AlexNetImpl(int64_t num_classes, double dropout, int64_t narrow)
   features = register_module(
       "features",
       nn::Sequential(nn::Conv2d(nn::Conv2dOptions(3, c1, 11).stride(4).padding(2)), nn::ReLU(),
-                     nn::MaxPool2d(nn::MaxPool2dOptions(3).stride(2)), nn::Conv2d(nn::Conv2dOptions(c1, c2, 5).padding(2)),
-                     nn::ReLU(), nn::MaxPool2d(nn::MaxPool2dOptions(3).stride(2)),
+                     nn::MaxPool2d(nn::MaxPool2dOptions(3).stride(2)),
+                     nn::Conv2d(nn::Conv2dOptions(c1, c2, 5).padding(2)), nn::ReLU(),
+                     nn::MaxPool2d(nn::MaxPool2dOptions(3).stride(2)),
                      nn::Conv2d(nn::Conv2dOptions(c2, c3, 3).padding(1)), nn::ReLU(),
                      nn::Conv2d(nn::Conv2dOptions(c3, c4, 3).padding(1)), nn::ReLU(),
                      nn::Conv2d(nn::Conv2dOptions(c4, c4, 3).padding(1)), nn::ReLU(),

@@ -132,6 +132,6 @@ MPSCHECK_CATALOG(efficientnet_models) {
   const std::vector<std::string> tags = {"seed", "cnn", "imagenet", "vision", "batchnorm", "depthwise"};
   vision::add_imagenet_model<vision::EfficientNet>(catalog, "efficientnet_b0", tags,
                                                    [](bool) { return vision::efficientnet_b0(); }, 64);
-  vision::add_imagenet_model<vision::EfficientNet>(catalog, "efficientnet_b4", tags,
-                                                   [](bool quick) { return vision::efficientnet_b4(quick ? 0.5 : 1.4); }, 64);
+  vision::add_imagenet_model<vision::EfficientNet>(
+      catalog, "efficientnet_b4", tags, [](bool quick) { return vision::efficientnet_b4(quick ? 0.5 : 1.4); }, 64);
 }

@@ -1,7 +1,7 @@
 // VGG as torchvision builds it: a config table of conv widths and pools ('M'), then the
 // 25088 -> 4096 -> 4096 -> classes classifier. The seed reports ran VGG16 (config "D").
 // `narrow` divides every width (convs and classifier) for quick runs: the same layer sequence
-// without the 138M weights, whose initialisation and update alone cost seconds a step.
+// without the 138M weights.
 #pragma once
 
 #include <torch/torch.h>
