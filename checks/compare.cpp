@@ -399,33 +399,29 @@ MPSCHECK_F16C inline bool quiet_lanes_loop(const void* rv, const void* tv, std::
     return _mm256_movemask_ps(_mm256_and_ps(_mm256_or_ps(v.within_abs, tie), v.rest)) == 0xff;
   };
   std::int64_t i = 0;
-  if constexpr (kTies) {
-    // Sixteen elements a step. Where both sides of a 16-bit pair hold the same bits and none is an
-    // infinity or a NaN, every lane has df = +0, so within_rel and the tolerance hold (0 <= +0 or
-    // a positive bound), and the lane is quiet exactly when a >= 0: the lanes below would say the
-    // same at a fraction of the work, and equal elements are most of a 16-bit target's output.
-    // After a step that is not all equal the next seven skip the test: where many elements
-    // differ, it would almost never pass and would cost a fifth of the step.
-    [[maybe_unused]] bool equal_is_quiet = false;
-    [[maybe_unused]] int skip_equal_test = 0;
-    if constexpr (std::is_same_v<R, T> && sizeof(typename R::raw) == 2) equal_is_quiet = th.a >= 0;
-    for (; i + 16 <= n; i += 16) {
-      if constexpr (std::is_same_v<R, T> && sizeof(typename R::raw) == 2) {
-        if (equal_is_quiet && skip_equal_test > 0) {
+  // Same-dtype 16-bit pairs only: sixteen elements a step. Where both sides hold the same bits and
+  // none is an infinity or a NaN, every lane has df = +0, so within_rel and the tolerance hold
+  // (0 <= +0 or a positive bound), and the lane is quiet exactly when a >= 0: the lanes below
+  // would say the same at a fraction of the work, and equal elements are most of a 16-bit
+  // target's output. After a step that is not all equal the next seven skip the test: where many
+  // elements differ, it would almost never pass and would cost a fifth of the step.
+  if constexpr (kTies && std::is_same_v<R, T> && sizeof(typename R::raw) == 2) {
+    if (th.a >= 0) {
+      const __m256i exponent = _mm256_set1_epi16(static_cast<std::int16_t>(R::kExponent));
+      int skip_equal_test = 0;
+      for (; i + 16 <= n; i += 16) {
+        if (skip_equal_test > 0) {
           --skip_equal_test;
-        } else if (equal_is_quiet) {
+        } else {
           const __m256i rb = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rp + i));
           const __m256i tb = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(tp + i));
-          const __m256i exponent = _mm256_set1_epi16(static_cast<std::int16_t>(R::kExponent));
           const __m256i special = _mm256_cmpeq_epi16(_mm256_and_si256(rb, exponent), exponent);
           const __m256i quiet_equal = _mm256_andnot_si256(special, _mm256_cmpeq_epi16(rb, tb));
           if (static_cast<unsigned>(_mm256_movemask_epi8(quiet_equal)) == 0xffffffffu) continue;
           skip_equal_test = 7;
         }
+        if (!quiet_with_ties(lanes(i)) || !quiet_with_ties(lanes(i + 8))) return false;
       }
-      const Lanes v0 = lanes(i), v1 = lanes(i + 8);
-      if (_mm256_movemask_ps(_mm256_and_ps(v0.ok, v1.ok)) == 0xff) continue;
-      if (!quiet_with_ties(v0) || !quiet_with_ties(v1)) return false;
     }
   }
   for (; i + 8 <= n; i += 8) {
