@@ -72,12 +72,4 @@ double unit_roundoff(c10::ScalarType dtype);
 // Flat index -> "[i, j, k]" for messages.
 std::string index_string(std::int64_t flat, const std::vector<std::int64_t>& shape);
 
-// Classifies an exception raised on the target: unsupported when the message says the op or
-// dtype is not implemented / not supported there, error otherwise.
-Status classify_exception(const std::string& message);
-
-// One line of an exception message without LibTorch's C++ backtrace: the first line, or for a
-// TorchScript interpreter error the line that names the cause. Valid UTF-8, at most 400 code points.
-std::string tidy_exception_message(const std::string& what);
-
 }  // namespace mpscheck

@@ -1,5 +1,7 @@
 #include "checks/verdict.hpp"
 
+#include "checks/errors.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -87,11 +89,6 @@ void decide_attribution(std::vector<OutputAttribution>& failing, Verdict& v, std
 bool layer_diverges(const OutputReport& layer, const Attribution* attribution) {
   if (layer.ok) return false;
   return !(attribution && attribution->measured && attribution->target_ok);
-}
-
-bool is_fallback_warning(const std::string& warning) {
-  return warning.find("will fall back to run on the CPU") != std::string::npos ||
-         warning.find("fall back to the CPU") != std::string::npos;
 }
 
 void apply_fallback(const std::vector<std::string>& target_warnings, Verdict& v) {

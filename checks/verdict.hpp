@@ -45,11 +45,6 @@ bool layer_diverges(const OutputReport& layer, const Attribution* attribution);
 // statistic may be off by. At 6 sigmas a healthy statistic fails about once in 5e8.
 constexpr double kStatisticSigmas = 6;
 
-// Warnings: whether a LibTorch warning says an op ran on the CPU instead of the target
-// (PyTorch's MPS fallback: "The operator '…' is not currently supported on the MPS backend and
-// will fall back to run on the CPU").
-bool is_fallback_warning(const std::string& warning);
-
 // Applies the warnings captured on the target side: a pass with a fallback warning becomes
 // `fallback` (not a target pass, not timed as the accelerator); any other finding keeps its
 // status and its message says the op fell back.

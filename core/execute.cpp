@@ -1,6 +1,7 @@
 #include "core/execute.hpp"
 
 #include "checks/compare.hpp"
+#include "checks/errors.hpp"
 #include "checks/tolerance.hpp"
 #include "checks/verdict.hpp"
 #include "core/environment.hpp"

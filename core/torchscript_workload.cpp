@@ -1,6 +1,7 @@
 #include "torchscript_workload.hpp"
 
 #include "checks/compare.hpp"
+#include "checks/errors.hpp"
 
 #include <ATen/CPUGeneratorImpl.h>
 #include <fmt/format.h>

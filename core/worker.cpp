@@ -1,5 +1,6 @@
 #include "core/worker.hpp"
 
+#include "checks/errors.hpp"
 #include "core/case_catalog.hpp"
 #include "core/execute.hpp"
 #include "core/probe.hpp"
@@ -369,7 +370,9 @@ CaseResult Runner::run(const std::string& id, double timeout_s, bool time) {
   if (rr == ReadResult::Line) {
     try {
       r = parse_result_message(line, id);
-      if (options_.fresh_worker_after_error && r.status == Status::Error) stop();
+      // A poisoned device never runs another case; on an accelerator no failure is trusted to have
+      // left the device clean (checks/errors.hpp).
+      if (needs_fresh_worker(r.status, r.message, options_.fresh_worker_after_error)) stop();
       return r;
     } catch (const ProtocolError& e) {
       r.status = Status::Error;

@@ -1,5 +1,6 @@
 // Attribution with a float64 gold run, recommendations and baseline warnings.
 #include "checks/compare.hpp"
+#include "checks/errors.hpp"
 #include "checks/verdict.hpp"
 #include "checks/recommend.hpp"
 #include "checks/tolerance.hpp"
