@@ -65,7 +65,7 @@ macro(mpscheck_find_whole_torch)
     file(RELATIVE_PATH _mpscheck_rel "${_mpscheck_torch_root}" "${c10_LIBRARY}")
     file(RELATIVE_PATH _mpscheck_rel_caffe2 "${_mpscheck_torch_root}" "${Caffe2_DIR}")
     if(NOT c10_LIBRARY OR _mpscheck_rel MATCHES "^\\.\\./" OR _mpscheck_rel_caffe2 MATCHES "^\\.\\./")
-      message(FATAL_ERROR "LibTorch ${Torch_VERSION} at ${_mpscheck_torch_root} came with c10 ${c10_LIBRARY} and Caffe2 "
+      message(FATAL_ERROR " mpscheck: LibTorch ${Torch_VERSION} at ${_mpscheck_torch_root} came with c10 ${c10_LIBRARY} and Caffe2 "
                           "${Caffe2_DIR} from another install; a binary linking both dies when it loads. Point Torch_DIR "
                           "at one complete LibTorch.")
     endif()

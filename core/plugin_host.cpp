@@ -1,5 +1,7 @@
 #include "core/plugin_host.hpp"
 
+#include "core/elf_deps.hpp"
+
 #include <mpscheck/plugin.hpp>
 #include <mpscheck/tolerance_families.hpp>
 
@@ -8,6 +10,9 @@
 #include <fmt/format.h>
 
 #include <dlfcn.h>
+#if defined(__linux__)
+#include <link.h>
+#endif
 #include <pwd.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -29,6 +34,67 @@ std::vector<boost::dll::shared_library>& permanent_libraries() {
 bool looks_like_plugin_file(const fs::path& p) {
   const auto ext = p.extension().string();
   return ext == ".so" || ext == ".dylib";
+}
+
+// libc10.so, libtorch_cpu.so.1.13, libc10_cuda.so ...: the libraries of which one process can
+// hold only one copy (each registers operators and types in process-wide tables).
+bool is_libtorch_library(const std::string& name) {
+  const std::string base = fs::path(name).filename().string();
+  for (const char* stem : {"libc10.", "libc10_", "libtorch.", "libtorch_"})
+    if (base.rfind(stem, 0) == 0) return base.find(".so") != std::string::npos;
+  return false;
+}
+
+// The LibTorch libraries this process has loaded, by path.
+std::vector<fs::path> loaded_libtorch_libraries() {
+  std::vector<fs::path> out;
+#if defined(__linux__)
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, size_t, void* data) {
+        if (info->dlpi_name && *info->dlpi_name && is_libtorch_library(info->dlpi_name))
+          static_cast<std::vector<fs::path>*>(data)->emplace_back(info->dlpi_name);
+        return 0;
+      },
+      &out);
+#endif
+  return out;
+}
+
+fs::path canonical_or_same(const fs::path& p) {
+  std::error_code ec;
+  const fs::path c = fs::canonical(p, ec);
+  return ec ? p : c;
+}
+
+// A plugin that links another LibTorch than the host's (Debian's 1.13 beside the wheel's 2.13)
+// loads a second copy whose static initialisers collide with the first: SIGBUS inside dlopen,
+// before any version check could speak. So its ELF dependencies are read first: a LibTorch
+// library it names is fine only when the loader will reuse the host's copy, i.e. the name is the
+// one the host's copy was loaded under (a bare soname) or a path to that same file.
+void check_one_libtorch(const fs::path& file) {
+  const auto deps = read_elf_dependencies(file);
+  if (!deps) return;  // not ELF: dlopen gives its own reason
+  const std::vector<fs::path> host = loaded_libtorch_libraries();
+  if (host.empty()) return;
+  for (const std::string& needed : deps->needed) {
+    if (!is_libtorch_library(needed)) continue;
+    const std::string base = fs::path(needed).filename().string();
+    const bool has_path = needed.find('/') != std::string::npos;
+    const fs::path* same_name = nullptr;
+    for (const fs::path& h : host)
+      if (h.filename() == base) same_name = &h;
+    if (same_name && (!has_path || canonical_or_same(needed) == canonical_or_same(*same_name))) continue;
+    // Name the host's library of the same kind (libc10 for libc10.so.1.13), else its first.
+    const std::string kind = base.substr(0, base.find(".so"));
+    fs::path ours = host.front();
+    for (const fs::path& h : host)
+      if (h.filename().string().substr(0, h.filename().string().find(".so")) == kind) ours = h;
+    const std::string theirs = resolve_dependency(needed, *deps);
+    throw PluginLoadError(fmt::format("{}: links {} ({}), another LibTorch than this mpscheck's ({}); one process "
+                                      "holds one LibTorch, so it was not loaded: rebuild the plugin against {}",
+                                      file.string(), needed, theirs.empty() ? "not found on the loader's paths" : theirs,
+                                      ours.string(), ours.parent_path().string()));
+  }
 }
 }  // namespace
 
@@ -58,6 +124,7 @@ void PluginHost::load_file(const fs::path& file) {
   const std::string where = file.string();
   if (!fs::exists(file)) throw PluginLoadError(fmt::format("{}: no such file", where));
   check_plugin_trust(file);
+  check_one_libtorch(file);
   boost::dll::fs::error_code ec;
   boost::dll::shared_library lib(file, ec, boost::dll::load_mode::rtld_lazy | boost::dll::load_mode::rtld_local);
   if (ec || !lib.is_loaded()) {

@@ -2,6 +2,7 @@
 #include "harness.hpp"
 
 #include <gtest/gtest.h>
+#include <torch/version.h>
 
 #include <filesystem>
 
@@ -35,4 +36,31 @@ TEST(Install, OutOfTreePluginBuildsAgainstTheInstalledSdkAndRuns) {
   // The installed binary found its own plugins from bin/../lib/mpscheck/plugins.
   r = run_shell("'" + prefix + "/bin/mpscheck' --list --filter op/shape/cat/f32/contiguous/forward", dir);
   EXPECT_NE(r.out.find("op/shape/cat/f32/contiguous/forward"), std::string::npos) << r.err;
+}
+
+// One LibTorch per process (issue 23 item 8): the installed SDK records the LibTorch mpscheck was
+// built with, and a plugin project pointed at another one stops at configure time, in one line
+// naming both, instead of building a plugin the host would refuse (or, before, die loading).
+TEST(Install, APluginConfiguredAgainstAnotherLibTorchStopsAtConfigureInOneLine) {
+  const std::string dir = fresh_dir("install-other-libtorch");
+  const std::string prefix = dir + "/prefix";
+  auto r = run_shell("cmake --install '" + std::string(MPSCHECK_BUILD_DIR) + "' --prefix '" + prefix + "'", dir);
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  // Another LibTorch's CMake package, as Debian's libtorch-dev installs it under /usr/lib/<arch>/cmake/Torch.
+  const std::string other = dir + "/other/share/cmake/Torch";
+  std::filesystem::create_directories(other);
+  run_shell("printf 'set(PACKAGE_VERSION 1.13.1)\\n' > '" + other + "/TorchConfigVersion.cmake' && "
+            "printf 'message(FATAL_ERROR \"loaded\")\\n' > '" + other + "/TorchConfig.cmake'", dir);
+  r = run_shell("cmake -S '" + std::string(MPSCHECK_SOURCE_DIR) + "/examples/custom_plugin' -B example "
+                "-DCMAKE_PREFIX_PATH='" + prefix + "' -DTorch_DIR='" + other + "'",
+                dir);
+  EXPECT_NE(r.exit_code, 0);
+  const std::string text = r.out + r.err;
+  const auto at = text.find("mpscheck: this plugin would link LibTorch 1.13.1 (" + other + ")");
+  ASSERT_NE(at, std::string::npos) << text;
+  const std::string line = text.substr(at, text.find('\n', at) - at);
+  EXPECT_NE(line.find("but mpscheck was built with LibTorch " + std::to_string(TORCH_VERSION_MAJOR) + "."),
+            std::string::npos) << line;
+  EXPECT_NE(line.find("configure with -DTorch_DIR="), std::string::npos) << line;
+  EXPECT_EQ(text.find("\"loaded\""), std::string::npos) << "the other LibTorch's package was never read: " << text;
 }
