@@ -4,6 +4,7 @@
 #include "core/config.hpp"
 #include "core/environment.hpp"
 #include "core/execute.hpp"
+#include "core/host_text.hpp"
 #include "core/case_catalog.hpp"
 #include "core/journal.hpp"
 #include "core/probe.hpp"
@@ -474,6 +475,8 @@ int run_cases(int argc, char** argv, const Config& cfg) {
                 {"reference_cache", cfg.reference_cache},
                 {"timed", std::count_if(plan.begin(), plan.end(), [](const PlannedCase& p) { return p.timed; })},
                 {"command", join(std::vector<std::string>(argv, argv + argc), " ")}};
+  // argv is bytes (a Latin-1 --report-dir or --filter is ordinary on Linux); the report is UTF-8.
+  report.run = valid_utf8_json(report.run);
   print_header(cfg, target, report, plan, loop, journal);
   install_signal_handlers();
 

@@ -1,4 +1,5 @@
 #include "core/config.hpp"
+#include "core/host_text.hpp"
 #include <mpscheck/version.hpp>
 #include "core/workflow.hpp"
 #include "reports/reporter.hpp"
@@ -221,6 +222,15 @@ Config parse_command_line(int argc, const char* const* argv, std::string* out_te
   c.train = vm.count("train") > 0;
   if (c.model_path.empty() && (!c.model_inputs.empty() || c.train))
     throw UsageError("--input and --train go with --model FILE.pt");
+  // What the workers must open byte for byte crosses the worker protocol as JSON text: refused
+  // here, in one line, rather than repaired into a name that does not exist. Everything else from
+  // the command line is only reported, and is repaired where it enters a report.
+  std::vector<std::pair<const char*, std::string>> to_workers = {{"--model", c.model_path},
+                                                                  {"--reference-cache", c.reference_cache}};
+  for (const auto& d : c.plugin_dirs) to_workers.emplace_back("--plugin-dir", d);
+  for (const auto& i : c.model_inputs) to_workers.emplace_back("--input", i);
+  for (const auto& [option, value] : to_workers)
+    if (auto refusal = not_utf8(option, value)) throw UsageError(*refusal);
   if (!c.model_path.empty() && c.selection.filters.empty() && !c.selection.ops && !c.selection.models)
     c.selection.filters.push_back("^model/torchscript/");
   const bool chose = c.selection.ops || c.selection.models || !c.selection.filters.empty();

@@ -1,5 +1,6 @@
 #include "core/environment.hpp"
 
+#include "core/host_text.hpp"
 #include "core/target.hpp"
 #include <mpscheck/version.hpp>
 
@@ -156,7 +157,8 @@ nlohmann::json collect_environment(const EnvironmentInput& in) {
   }
   env["variables"] = vars;
   env["warnings"] = environment_warnings(env);
-  return env;
+  // Variables and library paths are bytes (a Latin-1 folder is ordinary); the report is UTF-8.
+  return valid_utf8_json(env);
 }
 
 std::vector<std::string> environment_warnings(const nlohmann::json& env) {
