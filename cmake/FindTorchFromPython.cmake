@@ -46,7 +46,8 @@ macro(mpscheck_find_whole_torch)
       if(DEFINED CACHE{${_mpscheck_var}})
         file(RELATIVE_PATH _mpscheck_rel "${_mpscheck_torch_root}" "$CACHE{${_mpscheck_var}}")
         if(_mpscheck_rel MATCHES "^\\.\\./")
-          message(STATUS "LibTorch: forgetting ${_mpscheck_var}=$CACHE{${_mpscheck_var}}, not part of ${_mpscheck_torch_root}")
+          message(STATUS "LibTorch: forgetting ${_mpscheck_var}=$CACHE{${_mpscheck_var}}, "
+                         "not part of ${_mpscheck_torch_root}")
           unset(${_mpscheck_var} CACHE)
         endif()
       endif()
@@ -62,12 +63,18 @@ macro(mpscheck_find_whole_torch)
   if(Torch_FOUND)
     get_filename_component(_mpscheck_torch_root "${Torch_DIR}/../../.." ABSOLUTE)
     get_filename_component(MPSCHECK_TORCH_LIBRARY_DIR "${c10_LIBRARY}" DIRECTORY)
-    file(RELATIVE_PATH _mpscheck_rel "${_mpscheck_torch_root}" "${c10_LIBRARY}")
-    file(RELATIVE_PATH _mpscheck_rel_caffe2 "${_mpscheck_torch_root}" "${Caffe2_DIR}")
+    set(_mpscheck_rel "../none")  # no libc10 found at all
+    set(_mpscheck_rel_caffe2 "")
+    if(IS_ABSOLUTE "${c10_LIBRARY}")
+      file(RELATIVE_PATH _mpscheck_rel "${_mpscheck_torch_root}" "${c10_LIBRARY}")
+    endif()
+    if(IS_ABSOLUTE "${Caffe2_DIR}")
+      file(RELATIVE_PATH _mpscheck_rel_caffe2 "${_mpscheck_torch_root}" "${Caffe2_DIR}")
+    endif()
     if(NOT c10_LIBRARY OR _mpscheck_rel MATCHES "^\\.\\./" OR _mpscheck_rel_caffe2 MATCHES "^\\.\\./")
-      message(FATAL_ERROR " mpscheck: LibTorch ${Torch_VERSION} at ${_mpscheck_torch_root} came with c10 ${c10_LIBRARY} and Caffe2 "
-                          "${Caffe2_DIR} from another install; a binary linking both dies when it loads. Point Torch_DIR "
-                          "at one complete LibTorch.")
+      message(FATAL_ERROR " mpscheck: LibTorch ${Torch_VERSION} at ${_mpscheck_torch_root} came with c10 "
+                          "${c10_LIBRARY} and Caffe2 ${Caffe2_DIR} from another install; a binary linking both dies "
+                          "when it loads. Point Torch_DIR at one complete LibTorch.")
     endif()
   endif()
 endmacro()

@@ -89,11 +89,11 @@ void check_one_libtorch(const fs::path& file) {
     fs::path ours = host.front();
     for (const fs::path& h : host)
       if (h.filename().string().substr(0, h.filename().string().find(".so")) == kind) ours = h;
-    const std::string theirs = resolve_dependency(needed, *deps);
+    std::string theirs = resolve_dependency(needed, *deps);
+    if (theirs.empty()) theirs = "not found on the loader's paths";
     throw PluginLoadError(fmt::format("{}: links {} ({}), another LibTorch than this mpscheck's ({}); one process "
                                       "holds one LibTorch, so it was not loaded: rebuild the plugin against {}",
-                                      file.string(), needed, theirs.empty() ? "not found on the loader's paths" : theirs,
-                                      ours.string(), ours.parent_path().string()));
+                                      file.string(), needed, theirs, ours.string(), ours.parent_path().string()));
   }
 }
 }  // namespace
