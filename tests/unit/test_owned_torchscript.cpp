@@ -23,7 +23,7 @@ class OwnedTorchScript : public ::testing::Test {
   static void SetUpTestSuite() {
     dir_ = (fs::temp_directory_path() / ("mpscheck-owned-ts-" + std::to_string(::getpid()))).string();
     fs::create_directories(dir_);
-    const fs::path script = fs::path(__FILE__).parent_path().parent_path() / "fixtures" / "export_owned_models.py";
+    const fs::path script = fs::path(MPSCHECK_SOURCE_DIR) / "tests" / "fixtures" / "export_owned_models.py";
     const std::string cmd = "cd '" + dir_ + "' && python3 '" + script.string() + "' . >export.log 2>&1";
     exported_ = std::system(cmd.c_str()) == 0;
   }
@@ -52,11 +52,11 @@ Placement on(c10::ScalarType dtype, Side side = Side::Target) {
 // the buffer float64/bfloat16 and index_select refused it on every target and the gold.
 TEST_F(OwnedTorchScript, AnIntegerIndexBufferKeepsItsDtypeOnEveryPlacement) {
   const auto w = infer("index_buffer", "float32[6,4]");
-  const Outputs ref = w->instantiate(Setup{}, on(c10::kFloat, Side::Reference))->run();
+  const Outputs ref = w->instantiate(mpscheck::Setup{}, on(c10::kFloat, Side::Reference))->run();
   ASSERT_EQ(ref.size(), 1u);
   for (const auto dtype : {c10::kDouble, c10::kHalf, c10::kBFloat16}) {
     Outputs out;
-    ASSERT_NO_THROW(out = w->instantiate(Setup{}, on(dtype))->run()) << c10::toString(dtype);
+    ASSERT_NO_THROW(out = w->instantiate(mpscheck::Setup{}, on(dtype))->run()) << c10::toString(dtype);
     ASSERT_EQ(out.size(), 1u);
     EXPECT_EQ(out[0].value.scalar_type(), dtype);
     // The same rows selected: equal to the float32 reference within the dtype's rounding.
@@ -72,7 +72,7 @@ TEST_F(OwnedTorchScript, TheReducedPrecisionBaselineRoundsWeightsAsWellAsInputs)
   for (const auto dtype : {c10::kBFloat16, c10::kHalf}) {
     Placement p = on(c10::kFloat, Side::Reference);
     p.round_inputs_to = dtype;
-    const Outputs rounded = w->instantiate(Setup{}, p)->run();
+    const Outputs rounded = w->instantiate(mpscheck::Setup{}, p)->run();
     // The instance's input: randn from the seed's own CPU generator.
     const at::Tensor x = at::randn({4}, at::detail::createCPUGenerator(0), at::kFloat);
     const at::Tensor x_rounded = x.to(dtype).to(at::kFloat);
@@ -84,13 +84,13 @@ TEST_F(OwnedTorchScript, TheReducedPrecisionBaselineRoundsWeightsAsWellAsInputs)
 
 // Python ints and bools are exact tensors, a str a byte tensor compared by equality.
 TEST_F(OwnedTorchScript, NonTensorOutputsBecomeExactTensors) {
-  const Outputs count = infer("int_count", "float32[16,10]")->instantiate(Setup{}, on(c10::kFloat))->run();
+  const Outputs count = infer("int_count", "float32[16,10]")->instantiate(mpscheck::Setup{}, on(c10::kFloat))->run();
   ASSERT_EQ(count.size(), 2u);
   EXPECT_EQ(count[1].name, "out.1");
   EXPECT_EQ(count[1].value.scalar_type(), at::kLong);
   EXPECT_EQ(count[1].value.item<int64_t>(), (count[0].value > 0).sum().item<int64_t>());
 
-  const Outputs label = infer("label", "float32[4,4]")->instantiate(Setup{}, on(c10::kFloat))->run();
+  const Outputs label = infer("label", "float32[4,4]")->instantiate(mpscheck::Setup{}, on(c10::kFloat))->run();
   ASSERT_EQ(label.size(), 3u);
   EXPECT_EQ(label[1].value.scalar_type(), at::kByte);
   EXPECT_EQ(std::string(static_cast<const char*>(label[1].value.data_ptr()), label[1].value.numel()), "scat");
