@@ -183,6 +183,15 @@ TEST_F(OwnedModels, ASwappedModelFileDoesNotReuseTheCachedReference) {
   EXPECT_FALSE(reshaped.value("reference_cached", false));
 }
 
+// The float64 gold of a --model case never returns: that was the target's `timeout`. It is
+// mpscheck's own error, in the float64 phase.
+TEST_F(OwnedModels, AModelWhoseFloat64RunHangsIsNotTheTargetsTimeout) {
+  const auto c = run_case("gold-hang", model("gold_hang"), "float32[4,4]", "cpu:bfloat16", {"--timeout", "8"});
+  EXPECT_EQ(c["status"], "error") << c.dump();
+  EXPECT_EQ(c["phase"], "float64");
+  EXPECT_NE(message(c).find("did not finish in its float64 phase"), std::string::npos) << message(c);
+}
+
 // Crashes and hangs outside the target's own run, through the real binary and the worker's phase
 // lines: mpscheck's own error, saying which phase; only the target's crash stays a crash.
 TEST(OwnedPhases, OnlyATargetPhaseCrashOrTimeoutIsTheTargets) {
