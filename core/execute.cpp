@@ -7,6 +7,7 @@
 #include "core/environment.hpp"
 #include "core/reference_cache.hpp"
 #include "core/timed_rounds.hpp"
+#include "core/torchscript_workload.hpp"
 
 #include <ATen/Parallel.h>
 #include <c10/util/Exception.h>
@@ -14,11 +15,16 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cmath>
+#include <filesystem>
+#include <functional>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <optional>
+#include <set>
 
 namespace mpscheck {
 
@@ -52,6 +58,35 @@ std::map<std::string, const Output*> outputs_by_name(const Outputs& outs) {
   std::map<std::string, const Output*> m;
   for (const auto& o : outs) m[o.name] = &o;
   return m;
+}
+
+// The phase the case is in, for this worker thread: set by enter_phase(), reported to the host
+// through ExecuteOptions::on_phase, and written into the result of a case that fails in it.
+thread_local const ExecuteOptions* t_options = nullptr;
+thread_local std::string t_phase;
+
+void enter_phase(const char* phase) {
+  if (t_phase == phase) return;
+  t_phase = phase;
+  if (t_options && t_options->on_phase) t_options->on_phase(t_phase);
+}
+
+// Outputs owned by the caller: cloned right after run() returns, before anything else runs on
+// that instance. run() may mutate its inputs (x.sub_(0.5)) and return a view of them (x.mul_(2);
+// return x): without the copy, a second run on the same instance would rewrite the first run's
+// outputs. Done here, on the host side, so every plugin's outputs are covered. Two outputs with
+// one name would hide each other in every by-name map: refused.
+Outputs owned(Outputs outs, const char* side) {
+  std::set<std::string> names;
+  for (auto& o : outs) {
+    if (!names.insert(o.name).second)
+      throw std::runtime_error(fmt::format("the {} gave two outputs named {}; each output needs its own name", side,
+                                           o.name));
+    if (o.value.defined()) o.value = o.value.detach().clone();
+    if (o.indexes_into.defined()) o.indexes_into = o.indexes_into.detach().clone();
+    if (o.standard_error.defined()) o.standard_error = o.standard_error.detach().clone();
+  }
+  return outs;
 }
 
 // Records every LibTorch warning raised while a case runs, with the side it came from. Kernels
@@ -115,10 +150,12 @@ void attribute(const Workload& w, const ExecuteOptions& options, const Outputs& 
                const std::map<std::string, Tolerance>& tols, CaseResult& r, Verdict& v, WarningRecorder& warnings,
                CachedReference& cached, bool& cache_dirty) {
   std::map<std::string, at::Tensor> gold = cached.gold;
+  enter_phase("float64");
   warnings.set_side(Side::Gold);
   try {
     if (gold.empty()) {
-      gold = by_name(w.instantiate(options.setup, Placement{c10::Device(c10::kCPU), c10::kDouble, Side::Gold})->run());
+      gold = by_name(owned(
+          w.instantiate(options.setup, Placement{c10::Device(c10::kCPU), c10::kDouble, Side::Gold})->run(), "gold"));
       cached.gold = gold;
       cache_dirty = true;
     }
@@ -134,7 +171,7 @@ void attribute(const Workload& w, const ExecuteOptions& options, const Outputs& 
     try {
       Placement p{c10::Device(c10::kCPU), c10::kFloat, Side::Reference};
       p.round_inputs_to = dtype;
-      rounded = by_name(w.instantiate(options.setup, p)->run());
+      rounded = by_name(owned(w.instantiate(options.setup, p)->run(), "rounded reference"));
     } catch (...) {
     }
   }
@@ -167,6 +204,7 @@ void attribute(const Workload& w, const ExecuteOptions& options, const Outputs& 
 void localise(const Workload& w, const ExecuteOptions& options, c10::Device device, c10::ScalarType dtype,
               const Tolerance& tol, CaseResult& r) {
   Outputs ref_layers, tgt_layers, gold_layers;
+  enter_phase("localisation");
   try {
     ref_layers = w.instantiate(options.setup, Placement{c10::Device(c10::kCPU), c10::kFloat, Side::Reference})->trace_layers();
     if (ref_layers.empty()) return;
@@ -229,13 +267,17 @@ CaseResult execute_case(const RegisteredWorkload& rw, const ExecuteOptions& opti
   const auto start = Clock::now();
   CaseResult r;
   WarningRecorder warnings;
+  t_options = &options;
+  t_phase.clear();
   try {
     r = execute_case_inner(rw, options, warnings);
   } catch (...) {
     // Nothing a case does may take the worker down: whatever escaped is this case's error.
     r.status = Status::Error;
     r.message = "mpscheck failed while checking this case: " + exception_text(std::current_exception());
+    r.phase = t_phase;
   }
+  t_options = nullptr;
   identify(r, rw, options.target);
   r.warnings = warnings.all();
   r.worker_s = seconds_since(start);
@@ -279,6 +321,16 @@ void judge_case(const Workload& w, const ExecuteOptions& options, const Outputs&
     if (!t) rep.note = "the target did not produce this output";
     r.outputs.push_back(std::move(rep));
   }
+  // An output only the target gives is a difference too (a list that grows on the target).
+  const auto ref_names = outputs_by_name(ref_out);
+  for (const auto& o : tgt_out) {
+    if (ref_names.count(o.name)) continue;
+    OutputReport rep;
+    rep.name = o.name;
+    rep.ok = false;
+    rep.note = "the target produced this output and the reference did not";
+    r.outputs.push_back(std::move(rep));
+  }
   Verdict v = judge_outputs(r.outputs);
   if ((v.status == Status::Mismatch || v.status == Status::Nan) && w.has_gold())
     attribute(w, options, ref_out, target_by_name, dtype, tols, r, v, warnings, cached, cache_dirty);
@@ -294,24 +346,50 @@ void judge_case(const Workload& w, const ExecuteOptions& options, const Outputs&
   }
 }
 
-// The spread of every output that differs between two runs of the reference (empty for random
-// workloads, which are compared by statistics). A re-run that throws measures nothing.
-std::map<std::string, double> reference_spreads(const Workload& w, Instance& ref, const Outputs& ref_out,
-                                                WarningRecorder& warnings) {
+// The spread of every output that differs between the reference and a second, fresh reference
+// instance built from the same seed (empty for random workloads, which are compared by
+// statistics). A fresh instance, not a second run() of the first: a model that normalises its
+// input in place would otherwise differ from itself by construction. A re-run that throws
+// measures nothing.
+std::map<std::string, double> reference_spreads(const Workload& w, const std::function<std::unique_ptr<Instance>()>& make,
+                                                const Outputs& ref_out, WarningRecorder& warnings) {
   std::map<std::string, double> spreads;
   if (w.is_random()) return spreads;
   warnings.set_side(Side::Reference);
   try {
-    const auto again = by_name(ref.run());
+    const auto again = by_name(owned(make()->run(), "reference"));
     for (const auto& o : ref_out) {
       auto it = again.find(o.name);
       if (it == again.end() || !o.value.defined() || !it->second.defined()) continue;
       const OutputReport d = compare_tensors(o.name, o.value, it->second, Tolerance{0, 0});
-      if (!d.ok) spreads[o.name] = std::isfinite(d.max_abs) ? d.max_abs : 0.0;
+      if (!d.ok) spreads[o.name] = std::isfinite(d.max_abs) ? d.max_abs : std::numeric_limits<double>::infinity();
     }
   } catch (...) {
   }
   return spreads;
+}
+
+// A reference that differs from itself by orders of magnitude more than the case's tolerance is
+// not "slightly nondeterministic" (reduction order, atomics): it is not a reference at all, and a
+// tolerance widened to its spread would let any target pass. Empty when every spread is small.
+std::string nondeterminism_error(const Outputs& ref_out, const std::map<std::string, double>& spreads,
+                                 const Tolerance& tol) {
+  constexpr double kBeyond = 100;
+  for (const auto& o : ref_out) {
+    auto it = spreads.find(o.name);
+    if (it == spreads.end() || !o.value.defined()) continue;
+    double largest = 0;
+    if (o.value.numel() > 0 && (o.value.is_floating_point() || o.value.is_complex()))
+      largest = o.value.detach().abs().to(at::kDouble).nan_to_num(0, 0, 0).max().item<double>();
+    const double allowance = tol.atol + tol.rtol * largest;
+    if (!(it->second <= kBeyond * allowance))
+      return fmt::format("the CPU reference is not deterministic: output {} differs by up to {:.3g} between two "
+                         "fresh reference instances from the same seed, {:.0f}x the tolerance ({:.3g}); a tolerance "
+                         "widened that far would pass any target (does the case read global random state or "
+                         "uninitialised memory?)",
+                         o.name, it->second, allowance > 0 ? it->second / allowance : INFINITY, allowance);
+  }
+  return {};
 }
 
 std::optional<CacheKey> cache_key(const RegisteredWorkload& rw, const ExecuteOptions& options) {
@@ -325,6 +403,12 @@ std::optional<CacheKey> cache_key(const RegisteredWorkload& rw, const ExecuteOpt
   k.seed = options.setup.seed;
   k.quick = options.setup.quick;
   if (rw.plugin) k.plugin = rw.plugin->name, k.plugin_version = rw.plugin->version;
+  // The model file's digest, inputs and mode; else the plugin file's digest (a plugin rebuilt
+  // without a new version string computes other references). Built-in cases have no file.
+  k.source = torchscript_identity(*rw.workload);
+  std::error_code ec;
+  if (k.source.empty() && rw.plugin && std::filesystem::is_regular_file(rw.plugin->path, ec))
+    k.source = file_digest(rw.plugin->path);
   k.case_id = rw.workload->id();
   return k;
 }
@@ -353,18 +437,25 @@ CaseResult execute_case_inner(const RegisteredWorkload& rw, const ExecuteOptions
     ref_out = cached->outputs;
     r.reference_cached = true;
   } else {
+    enter_phase("reference");
     warnings.set_side(Side::Reference);
     try {
       ref = make_reference();
-      ref_out = ref->run();
+      ref_out = owned(ref->run(), "reference");
     } catch (...) {
       const std::string msg = exception_text(std::current_exception());
-      if (classify_exception(msg) == Status::Unsupported) {
+      r.phase = "reference";
+      // Only a clear "the CPU lacks this" (an unsupported-looking message that names the CPU)
+      // skips the case; anything else is a bug in the case or in mpscheck, and a skip would
+      // silently remove the case from every report.
+      std::string lower = msg;
+      std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
+      if (classify_exception(msg) == Status::Unsupported && lower.find("cpu") != std::string::npos) {
         r.status = Status::Skip;
         r.message = "the CPU float32 reference cannot run this case: " + msg;
       } else {
         r.status = Status::Error;
-        r.message = "the CPU float32 reference failed (a bug in the case, not the target): " + msg;
+        r.message = "the CPU float32 reference failed (a bug in the case or in mpscheck, not the target): " + msg;
       }
       return r;
     }
@@ -374,17 +465,19 @@ CaseResult execute_case_inner(const RegisteredWorkload& rw, const ExecuteOptions
   }
 
   // Target.
+  enter_phase("target");
   const c10::Device device = to_device(options.target);
   std::unique_ptr<Instance> tgt;
   Outputs tgt_out;
   warnings.set_side(Side::Target);
   try {
     tgt = w.instantiate(options.setup, Placement{device, dtype, Side::Target});
-    tgt_out = tgt->run();
+    tgt_out = owned(tgt->run(), "target");
     synchronize(device);
   } catch (...) {
     r.message = exception_text(std::current_exception());
     r.status = classify_exception(r.message);
+    r.phase = "target";
     if (key && cache_dirty) options.cache->store(*key, *cached);
     return r;
   }
@@ -392,16 +485,34 @@ CaseResult execute_case_inner(const RegisteredWorkload& rw, const ExecuteOptions
   const auto compare_start = Clock::now();
   try {
     if (!cached->determinism_checked) {
-      if (!ref) ref = make_reference();
-      cached->spreads = reference_spreads(w, *ref, ref_out, warnings);
+      enter_phase("reference");
+      cached->spreads = reference_spreads(w, make_reference, ref_out, warnings);
       cached->determinism_checked = true;
       cache_dirty = true;
     }
-    judge_case(w, options, ref_out, tgt_out, device, dtype, tol, warnings, *cached, cache_dirty, r);
+    enter_phase("comparison");
+    if (ref_out.empty()) {
+      // Nothing compared is nothing checked: never a pass.
+      r.status = Status::Error;
+      r.phase = "comparison";
+      r.message = fmt::format("the case has no output to compare (the target gave {}); a case that compares "
+                              "nothing cannot pass",
+                              tgt_out.empty() ? "none either" : fmt::format("{} named {}", tgt_out.size(),
+                                                                            tgt_out.front().name));
+    } else if (std::string why = nondeterminism_error(ref_out, cached->spreads, tol); !why.empty()) {
+      r.status = Status::Error;
+      r.phase = "reference";
+      r.nondeterministic = true;
+      r.message = why;
+    } else {
+      judge_case(w, options, ref_out, tgt_out, device, dtype, tol, warnings, *cached, cache_dirty, r);
+    }
   } catch (...) {
     // Comparison, gold and localisation run after the target: their failure is not the target's.
     r.status = Status::Error;
-    r.message = "mpscheck failed while comparing the results: " + exception_text(std::current_exception());
+    r.phase = t_phase;
+    r.message = fmt::format("mpscheck failed in its own {} phase, after the target ran (not the target's failure): {}",
+                            t_phase, exception_text(std::current_exception()));
   }
   r.compare_s = seconds_since(compare_start);
   warnings.pause();
@@ -409,11 +520,14 @@ CaseResult execute_case_inner(const RegisteredWorkload& rw, const ExecuteOptions
   // Time only cases whose results are right: the speed of a wrong answer means nothing.
   r.timed = options.min_time_s > 0;
   if (r.status == Status::Pass && r.timed) {
+    enter_phase("timing");
     try {
       time_case(w, options, device, dtype, *tgt, ref, make_reference, *cached, cache_dirty, r);
     } catch (...) {
       r.status = Status::Error;
-      r.message = "failed while timing: " + exception_text(std::current_exception());
+      r.phase = "timing";
+      r.message = "mpscheck failed while timing (not a verdict on the target's results): " +
+                  exception_text(std::current_exception());
     }
   }
   if (key && cache_dirty) options.cache->store(*key, *cached);

@@ -5,6 +5,9 @@
 #include <mpscheck/result.hpp>
 #include "core/target.hpp"
 
+#include <functional>
+#include <string>
+
 namespace mpscheck {
 
 class ReferenceCache;
@@ -15,6 +18,10 @@ struct ExecuteOptions {
   double min_time_s = 0.2;  // timing budget per side; 0 skips timing
   const ReferenceCache* cache = nullptr;  // --reference-cache
   bool reuse_reference_times = false;     // time the target alone against the cached reference time
+  // Called as the case enters each phase ("reference", "target", "comparison", "float64",
+  // "localisation", "timing"), before any of its work: the worker tells the host, so a crash or
+  // a timeout is charged to the phase it happened in (only "target" is the target's).
+  std::function<void(const std::string&)> on_phase;
 };
 
 // Never throws: whatever goes wrong after the target ran (comparison, gold, localisation) is the

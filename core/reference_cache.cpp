@@ -9,8 +9,10 @@
 
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <sstream>
 #include <stdexcept>
+#include <vector>
 
 namespace mpscheck {
 
@@ -180,8 +182,40 @@ CachedReference decode(const std::string& payload) {
 }  // namespace
 
 std::string CacheKey::text() const {
-  return fmt::format("format 1\ntorch {}\ncpu {}\nthreads {}\nseed {}\nquick {}\nplugin {} {}\ncase {}\n", torch, cpu,
-                     threads, seed, quick ? 1 : 0, plugin, plugin_version, case_id);
+  return fmt::format("format 2\ntorch {}\ncpu {}\nthreads {}\nseed {}\nquick {}\nplugin {} {}\nsource {}\ncase {}\n",
+                     torch, cpu, threads, seed, quick ? 1 : 0, plugin, plugin_version, source, case_id);
+}
+
+std::string file_digest(const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const auto size = fs::file_size(path, ec);
+  const auto mtime = ec ? fs::file_time_type() : fs::last_write_time(path, ec);
+  if (ec) throw std::runtime_error(fmt::format("cannot read {}: {}", path, ec.message()));
+  const std::string stamp = fmt::format("{}|{}|{}", path, size, mtime.time_since_epoch().count());
+  static std::mutex mutex;
+  static std::map<std::string, std::string> known;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (auto it = known.find(stamp); it != known.end()) return it->second;
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error(fmt::format("cannot read {}", path));
+  std::uint64_t h = 1469598103934665603ull, n = 0;
+  std::vector<char> buf(1 << 20);
+  while (in) {
+    in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
+    const auto got = static_cast<size_t>(in.gcount());
+    for (size_t i = 0; i < got; ++i) {
+      h ^= static_cast<unsigned char>(buf[i]);
+      h *= 1099511628211ull;
+    }
+    n += got;
+  }
+  std::string digest = fmt::format("fnv1a64:{:016x}:{}", h, n);
+  std::lock_guard<std::mutex> lock(mutex);
+  known[stamp] = digest;
+  return digest;
 }
 
 std::string current_torch_identity() {
@@ -207,7 +241,7 @@ std::optional<CachedReference> ReferenceCache::load(const CacheKey& key, std::st
     char magic[sizeof kMagic];
     for (char& c : magic) c = r.pod<char>();
     if (std::memcmp(magic, kMagic, sizeof kMagic) != 0) throw Damaged("it is not a reference cache entry");
-    if (r.text() != key.text()) throw Damaged("it was written for another key (LibTorch, CPU, seed, plugin or case)");
+    if (r.text() != key.text()) throw Damaged("it was written for another key (LibTorch, CPU, seed, plugin, model file or case)");
     const auto length = r.pod<std::uint64_t>();
     if (length > kMaxEntryBytes) throw Damaged("an impossible length");
     std::string payload(static_cast<size_t>(length), '\0');

@@ -4,7 +4,8 @@
 // (or the same one after a fix) computes only the target side.
 //
 // An entry is used only when its whole key matches: the LibTorch version and build, the CPU and
-// its threads, the seed and --quick, the plugin's name and version, the case id and the timing
+// its threads, the seed and --quick, the plugin's name, version and file digest (or the model
+// file's digest, inputs and mode), the case id and the timing
 // budget. The file carries the key and a checksum of its contents; a file that is torn, corrupt or
 // keyed otherwise is recomputed and replaced, never trusted.
 #pragma once
@@ -26,10 +27,19 @@ struct CacheKey {
   std::uint64_t seed = 0;
   bool quick = false;
   std::string plugin, plugin_version;
+  // What the case is computed from beyond its id: the plugin file's content digest, or for
+  // --model the TorchScript file's digest, its input specs and the mode. A rebuilt plugin that
+  // kept its version, or a .pt file replaced under the same name, never finds the old entry.
+  std::string source;
   std::string case_id;
   // The text that is compared in full on every load, and the digest that names the file.
   std::string text() const;
 };
+
+// A digest of the file's bytes ("fnv1a64:<hex>:<size>"); remembered per path, size and
+// modification time, so a plugin's digest is read once per run, not once per case. Throws
+// std::runtime_error when the file cannot be read.
+std::string file_digest(const std::string& path);
 
 // This process's LibTorch build and CPU, for CacheKey::torch and CacheKey::cpu.
 std::string current_torch_identity();

@@ -2,38 +2,93 @@
 
 #include "checks/compare.hpp"
 #include "checks/errors.hpp"
+#include "core/reference_cache.hpp"
 
 #include <ATen/CPUGeneratorImpl.h>
 #include <fmt/format.h>
 #include <torch/script.h>
 
+#include <cstring>
 #include <filesystem>
+#include <set>
 
 namespace mpscheck {
 
 namespace {
 
 
-// Flattens any output (tensor, tuple, list, dict of tensors, nested) into named tensors.
-void flatten(const c10::IValue& v, const std::string& name, Outputs& out) {
+// A non-tensor value that is compared by equality, as a uint8 tensor of its text after a one-byte
+// tag ('s' a string, 'd' a device, 'N' None), so it rides through the cache, the worker protocol
+// and the exact rule of checks/compare.cpp like any integer output: a flipped label is a
+// mismatch, and "None" never equals the empty string.
+at::Tensor text_tensor(char tag, const std::string& text) {
+  std::string bytes(1, tag);
+  bytes += text;
+  at::Tensor t = at::empty({static_cast<int64_t>(bytes.size())}, at::kByte);
+  std::memcpy(t.data_ptr(), bytes.data(), bytes.size());
+  return t;
+}
+
+// Flattens any output (tensor, tuple, list, dict, nested) into named tensors. Python ints and
+// bools become exact int64/bool scalars, floats float64 scalars under the float rule, complex
+// numbers complex128. With `strict` (the outputs that are compared), a value that cannot be
+// compared, or a dict key that is neither str nor int, is refused with its name rather than
+// dropped: a dropped output can hide any error. Without it (a training forward, whose tensors are
+// only summed for backward) such values are skipped.
+void flatten(const c10::IValue& v, const std::string& name, Outputs& out, bool strict) {
   if (v.isTensor()) {
     out.push_back({name, v.toTensor()});
   } else if (v.isTuple()) {
     const auto& elems = v.toTupleRef().elements();
-    for (size_t i = 0; i < elems.size(); ++i) flatten(elems[i], name + "." + std::to_string(i), out);
+    for (size_t i = 0; i < elems.size(); ++i) flatten(elems[i], name + "." + std::to_string(i), out, strict);
   } else if (v.isList()) {
     const auto list = v.toListRef();
-    for (size_t i = 0; i < list.size(); ++i) flatten(list[i], name + "." + std::to_string(i), out);
+    for (size_t i = 0; i < list.size(); ++i) flatten(list[i], name + "." + std::to_string(i), out, strict);
   } else if (v.isGenericDict()) {
     for (const auto& entry : v.toGenericDict()) {
       const auto& key = entry.key();
-      const std::string k = key.isString() ? key.toStringRef() : key.isInt() ? std::to_string(key.toInt()) : "?";
-      flatten(entry.value(), name + "." + k, out);
+      if (!key.isString() && !key.isInt()) {
+        if (!strict) continue;
+        throw UncomparableOutput(fmt::format("output {} is a dict with a {} key; mpscheck names dict outputs by their "
+                                             "keys and compares only str or int keys",
+                                             name, key.tagKind()));
+      }
+      flatten(entry.value(), name + "." + (key.isString() ? key.toStringRef() : std::to_string(key.toInt())), out,
+              strict);
     }
-  } else if (v.isDouble() || v.isInt() || v.isBool()) {
-    out.push_back({name, at::scalar_tensor(v.isDouble() ? v.toDouble() : v.isInt() ? static_cast<double>(v.toInt()) : v.toBool(),
-                                           at::kDouble)});
+  } else if (v.isDouble()) {
+    out.push_back({name, at::scalar_tensor(v.toDouble(), at::kDouble)});
+  } else if (v.isInt()) {
+    out.push_back({name, at::scalar_tensor(v.toInt(), at::kLong)});
+  } else if (v.isBool()) {
+    out.push_back({name, at::scalar_tensor(v.toBool(), at::kBool)});
+  } else if (v.isComplexDouble()) {
+    out.push_back({name, at::scalar_tensor(c10::Scalar(v.toComplexDouble()), at::kComplexDouble)});
+  } else if (v.isString()) {
+    out.push_back({name, text_tensor('s', v.toStringRef())});
+  } else if (v.isNone()) {
+    out.push_back({name, text_tensor('N', "")});
+  } else if (v.isDevice()) {
+    out.push_back({name, text_tensor('d', v.toDevice().str())});
+  } else if (strict) {
+    throw UncomparableOutput(fmt::format("output {} is a {} ({}), which mpscheck cannot compare; return tensors, "
+                                         "numbers, strings or containers of them",
+                                         name, v.tagKind(), v.type()->repr_str()));
   }
+}
+
+// The compared outputs of one forward: every value flattened, and no two with the same name (a
+// dict key with a dot can spell another output's name, and one would hide the other).
+Outputs flatten_outputs(const c10::IValue& v) {
+  Outputs out;
+  flatten(v, "out", out, true);
+  std::set<std::string> seen;
+  for (const auto& o : out)
+    if (!seen.insert(o.name).second)
+      throw UncomparableOutput(fmt::format("two outputs are both named {} (a dict key with a dot, or a key that "
+                                           "spells a list index); rename the keys so that each output has its own name",
+                                           o.name));
+  return out;
 }
 
 class TorchScriptInstance final : public Instance {
@@ -56,21 +111,33 @@ class TorchScriptInstance final : public Instance {
       }
       inputs_.emplace_back(t);
     }
-    module_.to(where.device, where.dtype);
+    // Floating parameters and buffers only change dtype, as Python's nn.Module.to(dtype) does:
+    // jit::Module::to(device, dtype) would convert integer buffers too (BERT's int64
+    // position_ids become float, and the gather that reads them fails). The reduced-precision
+    // baseline rounds the weights as well as the inputs, like the C++ model SDK.
+    module_.to(where.device);
+    auto convert = [&](at::Tensor t) {
+      if (!t.is_floating_point()) return;
+      at::Tensor v = t.detach();
+      if (where.round_inputs_to != c10::ScalarType::Undefined) v = v.to(where.round_inputs_to).to(at::kFloat);
+      t.set_data(v.to(where.dtype));
+    };
+    for (const auto& p : module_.parameters()) convert(p);
+    for (const auto& b : module_.buffers()) convert(b);
   }
 
   Outputs run() override {
     Outputs out;
     if (!train_) {
       torch::NoGradGuard no_grad;
-      flatten(module_.forward(inputs_), "out", out);
+      out = flatten_outputs(module_.forward(inputs_));
       for (auto& o : out) o.value = o.value.detach();
       return out;
     }
     for (const auto& p : module_.parameters()) {
       if (p.grad().defined()) p.mutable_grad() = at::Tensor();
     }
-    flatten(module_.forward(inputs_), "out", out);
+    flatten(module_.forward(inputs_), "out", out, false);
     at::Tensor total;
     for (const auto& o : out)
       if (o.value.requires_grad() && c10::isFloatingType(o.value.scalar_type()))
@@ -110,6 +177,11 @@ class TorchScriptWorkload final : public Workload {
   std::unique_ptr<Instance> instantiate(const Setup& setup, const Placement& where) const override {
     return std::make_unique<TorchScriptInstance>(o_, train_, setup, where);
   }
+  std::string identity() const {
+    std::string specs;
+    for (const auto& i : o_.inputs) specs += (specs.empty() ? "" : " ") + i.text;
+    return fmt::format("torchscript {} inputs {} train {}", file_digest(o_.path), specs, train_ ? 1 : 0);
+  }
 
  private:
   TorchScriptOptions o_;
@@ -131,6 +203,11 @@ std::vector<std::unique_ptr<Workload>> make_torchscript_workloads(const TorchScr
   return out;
 }
 
+std::string torchscript_identity(const Workload& w) {
+  const auto* ts = dynamic_cast<const TorchScriptWorkload*>(&w);
+  return ts ? ts->identity() : std::string();
+}
+
 void validate_torchscript(const TorchScriptOptions& options) {
   std::error_code ec;
   if (!std::filesystem::is_regular_file(options.path, ec))
@@ -148,6 +225,8 @@ void validate_torchscript(const TorchScriptOptions& options) {
   try {
     TorchScriptInstance probe(options, false, Setup{}, Placement{});
     probe.run();
+  } catch (const UncomparableOutput&) {
+    // The model runs; its outputs are the case's own `error`, named in the report.
   } catch (const std::exception& e) {
     throw BadModelInput(fmt::format("--model {}: the inputs do not fit the model ({})", options.path, tidy_exception_message(e.what())));
   }

@@ -144,6 +144,8 @@ int worker_main() {
     } else if (const RegisteredWorkload* found = registry.find(id)) {
       ExecuteOptions options = w.options;
       options.min_time_s = request.time ? w.config.min_time : 0;
+      // Written before the phase's work: if the worker dies in it, the host knows whose run it was.
+      options.on_phase = [](const std::string& phase) { write_all(kResultFd, phase_message(phase) + "\n"); };
       result = execute_case(*found, options);
     } else {
       result.id = id;
@@ -364,9 +366,38 @@ CaseResult Runner::run(const std::string& id, double timeout_s, bool time) {
   if (pid_ < 0) start();
   struct stat sb{};
   const long offset = ::fstat(log_fd_, &sb) == 0 ? static_cast<long>(sb.st_size) : 0;
-  std::string line;
-  ReadResult rr = write_all(to_worker_, nlohmann::json(CaseRequest{id, time}).dump() + "\n")
-                      ? read_line(timeout_s, &line) : ReadResult::Eof;
+  std::string line, phase;
+  using Clock = std::chrono::steady_clock;
+  const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_s));
+  const auto left = [&] { return std::max(0.0, std::chrono::duration<double>(deadline - Clock::now()).count()); };
+  ReadResult rr = ReadResult::Eof;
+  if (write_all(to_worker_, nlohmann::json(CaseRequest{id, time}).dump() + "\n")) {
+    // Phase lines come first, then the result; the timeout covers them all.
+    for (;;) {
+      rr = read_line(left(), &line);
+      if (rr != ReadResult::Line) break;
+      try {
+        std::string p = parse_phase_message(line);
+        if (p.empty()) break;
+        phase = std::move(p);
+      } catch (const ProtocolError& e) {
+        r.status = Status::Error;
+        r.message = e.what();
+        stop();
+        return r;
+      }
+    }
+  }
+  // A crash or timeout outside the target's own run is mpscheck's failure, not the target's.
+  const auto charge = [&](CaseResult& c) {
+    c.phase = phase;
+    if (phase_is_target(phase)) return;
+    const std::string what = c.status == Status::Timeout ? "did not finish" : "crashed";
+    c.status = Status::Error;
+    c.message = fmt::format("mpscheck's own run {} in its {} phase, not in the target's run (no verdict on the "
+                            "target): {}",
+                            what, phase, c.message);
+  };
   if (rr == ReadResult::Line) {
     try {
       r = parse_result_message(line, id);
@@ -400,6 +431,7 @@ CaseResult Runner::run(const std::string& id, double timeout_s, bool time) {
     }
     const std::string tail = log_tail_since(offset);
     if (!tail.empty()) r.message += "; last output: " + tail;
+    charge(r);
     return r;
   }
   const bool reaped = finish(0, &st);
@@ -413,6 +445,7 @@ CaseResult Runner::run(const std::string& id, double timeout_s, bool time) {
   if (!reaped)
     r.message += fmt::format("; it did not die within {:g} s of SIGKILL (stuck in the kernel?) and was abandoned",
                              options_.kill_wait_s);
+  charge(r);
   return r;
 }
 

@@ -66,6 +66,24 @@ WorkerReady parse_ready_message(const std::string& line) {
   return r;
 }
 
+std::string phase_message(const std::string& phase) { return nlohmann::json{{"phase", phase}}.dump(); }
+
+std::string parse_phase_message(const std::string& line) {
+  // Cheap test first: result lines are large and never start like this.
+  if (line.rfind("{\"phase\":", 0) != 0) return {};
+  const nlohmann::json j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object() || j.size() != 1) return {};
+  const auto p = j.find("phase");
+  if (p == j.end() || !p->is_string()) return {};
+  std::string phase = p->get<std::string>();
+  static const char* const kPhases[] = {"reference", "target", "comparison", "float64", "localisation", "timing"};
+  for (const char* known : kPhases)
+    if (phase == known) return phase;
+  throw ProtocolError(fmt::format("the worker reported an unknown phase '{}'", excerpt(phase)));
+}
+
+bool phase_is_target(const std::string& phase) { return phase.empty() || phase == "target"; }
+
 CaseResult parse_result_message(const std::string& line, const std::string& expected_id) {
   const nlohmann::json j = parse_object(line);
   if (const std::string bad = bad_integer_field(j); !bad.empty())

@@ -51,6 +51,17 @@ struct WorkerReady {
 };
 WorkerReady parse_ready_message(const std::string& line);
 
+// While a case runs, the worker sends {"phase":"reference"} (and "target", "comparison",
+// "float64", "localisation", "timing") as it enters each phase, before the result line; a worker
+// that dies or hangs has then told the host whose run it was in. The phase's name when `line` is
+// such a message, else empty (the line is then read as a result).
+std::string parse_phase_message(const std::string& line);
+std::string phase_message(const std::string& phase);
+
+// Whether a crash or timeout in `phase` is the target's: only in the target's own run (and when
+// no phase was reported at all, as from a worker that predates phases or died before its first).
+bool phase_is_target(const std::string& phase);
+
 // One result line: a CaseResult whose id must be `expected_id` (a stale or foreign answer is an
 // error, not a result for the wrong case).
 CaseResult parse_result_message(const std::string& line, const std::string& expected_id);

@@ -103,6 +103,7 @@ void to_json(nlohmann::json& j, const CaseResult& r) {
   j["reference_time"] = r.reference_time ? nlohmann::json(*r.reference_time) : nlohmann::json();
   j["target_time"] = r.target_time ? nlohmann::json(*r.target_time) : nlohmann::json();
   if (!r.signal.empty()) j["signal"] = r.signal;
+  if (!r.phase.empty()) j["phase"] = text(r.phase);
   if (r.expected || r.unexpected_pass) {
     j["expected"] = r.expected;
     j["unexpected_pass"] = r.unexpected_pass;
@@ -139,6 +140,7 @@ void from_json(const nlohmann::json& j, CaseResult& r) {
   r.reference_time_reused = j.value("reference_time_reused", false);
   r.wall_s = j.value("wall_s", 0.0);
   r.signal = j.value("signal", "");
+  r.phase = j.value("phase", "");
   r.worker_s = j.value("worker_s", 0.0);
   r.compare_s = j.value("compare_s", 0.0);
   r.attribution = j.value("attribution", "");

@@ -70,6 +70,10 @@ struct CaseResult {
   double worker_s = 0;         // time inside the worker for this case
   double compare_s = 0;        // of which comparing outputs
   std::string signal;          // crash: the signal's name
+  // The phase a case failed in when it did not finish normally: "reference", "target", "float64",
+  // "comparison", "localisation", "timing"; empty for a case that ran to its verdict. Only a
+  // failure in "target" is the target's; any other is an `error` of mpscheck's own run.
+  std::string phase;
   // "target" when the target is the fragile side, "float32" when float32 itself is (the float64
   // gold run agrees with the target); empty when no gold run was needed.
   std::string attribution;

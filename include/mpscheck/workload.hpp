@@ -70,8 +70,12 @@ struct ReproTarget {
 class BOOST_SYMBOL_VISIBLE Instance {
  public:
   virtual ~Instance() = default;
-  // The whole computation whose outputs are compared. Must give the same result on every call
-  // (training workloads reset their model and optimizer to the seeded initial state).
+  // The whole computation whose outputs are compared. Should give the same result on every call
+  // (training workloads reset their model and optimizer to the seeded initial state), but it may
+  // mutate its inputs (x.sub_(0.5)) and return views of them: mpscheck clones every output as
+  // soon as run() returns, and checks the reference's determinism on a second, fresh instance
+  // from the same seed, never by calling run() twice on one instance. Output names must be unique
+  // (two outputs with one name are refused), and a case must return at least one output.
   virtual Outputs run() = 0;
   // One unit of the work that is timed. Defaults to run(); override to skip output collection.
   virtual void iterate() { run(); }

@@ -1,4 +1,4 @@
-// libFuzzer: the lines a host reads from a worker (ready message, case results). Anything a
+// libFuzzer: the lines a host reads from a worker (ready message, phase lines, case results). Anything a
 // worker sends either parses or is a ProtocolError.
 #include "core/worker_protocol.hpp"
 
@@ -10,6 +10,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string line(reinterpret_cast<const char*>(data), size);
   try {
     mpscheck::parse_ready_message(line);
+  } catch (const mpscheck::ProtocolError&) {
+  }
+  try {
+    mpscheck::parse_phase_message(line);
   } catch (const mpscheck::ProtocolError&) {
   }
   try {
