@@ -1012,7 +1012,7 @@ Attribution attribute_with_gold(const at::Tensor& gold, const at::Tensor& refere
         // Reduced precision: the local spread, plus the fast path's atol (scale-relative, and 0 for
         // outputs of one rounding per element).
         const double spread = reduced ? kSpreadMultiplier * pooled[magnitude_bin(g[i])] + tol.atol : global_spread;
-        allowed = kElementMultiplier * local + spread + kRoundingUnits * (u * std::abs(g[i]) + tiny);
+        allowed = kElementMultiplier * local + spread + tol.chains * kRoundingUnits * (u * std::abs(g[i]) + tiny);
         bad = err > allowed;
       }
       if (!bad) continue;

@@ -10,6 +10,10 @@ namespace mpscheck {
 struct Tolerance {
   double rtol = 0;
   double atol = 0;
+  // The float64 judge's rounding term, in multiples of one rounding chain (checks/compare.hpp,
+  // kRoundingUnits): 2 for the gradients of a float16/bfloat16 target, which round the saved
+  // forward output and the incoming gradient before the product is rounded again.
+  double chains = 1;
 };
 
 // Tolerance for comparing a target computing in `dtype` against the CPU float32 reference, for a
@@ -33,12 +37,16 @@ constexpr double kPlainRoundingUnits = 4;
 constexpr double kScaleRoundingUnits = 8;
 
 // Whether output `output` (a name such as "out" or "grad/x") of a case of tolerance family
-// `family` accumulates, in the sense above.
+// `family` accumulates, in the sense above. The gradients of pool, indexing, shape and softmax ops
+// do (windows, gathers, pads and the softmax's row sum are scatter-added or reduced); those of
+// elementwise and activation ops are products of rounded factors, judged element by element.
 bool accumulates(const std::string& family, const std::string& output);
 
 // `tol` for one output of a float16/bfloat16 target whose reference has RMS `scale` (finite
 // elements): atol becomes kScaleRoundingUnits * u * scale when the output accumulates, and stays
-// otherwise; never below tol.atol (a reference that differs from itself). Other dtypes keep `tol`.
-Tolerance scaled_to_output(const Tolerance& tol, c10::ScalarType dtype, double scale, bool accumulating);
+// otherwise; never below tol.atol (a reference that differs from itself). A gradient ("grad/...")
+// gets two rounding chains (Tolerance::chains). Other dtypes keep `tol`.
+Tolerance scaled_to_output(const Tolerance& tol, c10::ScalarType dtype, double scale, const std::string& family,
+                           const std::string& output);
 
 }  // namespace mpscheck

@@ -78,7 +78,7 @@ TEST(ReducedPrecision, BiasInsideThePlainToleranceIsScreenedAndNamed) {
     const double scale = dtype == c10::kHalf ? 1.0012 : 1.01;
     Four c = matmul(dtype);
     c.target = (c.rounded * scale).to(dtype);
-    const Tolerance tol = scaled_to_output(tolerance_for("matmul", dtype), dtype, finite_rms(c.reference), true);
+    const Tolerance tol = scaled_to_output(tolerance_for("matmul", dtype), dtype, finite_rms(c.reference), "matmul", "out");
     ASSERT_TRUE(compare_tensors("out", c.reference, c.target, tol, dtype).ok) << "the plant must hide in the elements";
     const SignedBias screen = signed_bias(c.reference, c.target);
     EXPECT_GT(screen.mean, kBiasScreenUnits * unit_roundoff(dtype));
@@ -132,7 +132,7 @@ TEST(ReducedPrecision, SmallScaleOutputIsJudgedAtItsOwnScale) {
     EXPECT_TRUE(judged_ok(c, dtype, "train"));
     c.target = (c.rounded * 0.9).to(dtype);
     EXPECT_FALSE(judged_ok(c, dtype, "train"));
-    const Tolerance tol = scaled_to_output(tolerance_for("train", dtype), dtype, finite_rms(c.reference), true);
+    const Tolerance tol = scaled_to_output(tolerance_for("train", dtype), dtype, finite_rms(c.reference), "train", "update/w");
     EXPECT_LT(tol.atol, 0.04 * finite_rms(c.reference));
   }
 }
