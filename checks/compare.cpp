@@ -760,7 +760,7 @@ OutputReport compare_index(const std::string& name, const at::Tensor& reference,
 }
 
 OutputReport compare_statistics(const std::string& name, const at::Tensor& reference, const at::Tensor& target,
-                                const at::Tensor& se_reference, const at::Tensor& se_target, double sigmas,
+                                const at::Tensor& se_reference, const at::Tensor& /*se_target*/, double sigmas,
                                 double unit) {
   // The statistics' own dtype is no contract: any floating dtype will do.
   const c10::ScalarType any_float = target.defined() && c10::isFloatingType(target.scalar_type())
@@ -771,12 +771,13 @@ OutputReport compare_statistics(const std::string& name, const at::Tensor& refer
   at::NoGradGuard no_grad;
   const at::Tensor r = reference.detach().to(at::kCPU, at::kDouble).reshape({-1});
   const at::Tensor t = target.detach().to(at::kCPU, at::kDouble).reshape({-1});
-  auto se_of = [&](const at::Tensor& se) {
-    if (!se.defined() || se.numel() != o.numel) return at::zeros_like(r);
-    return se.detach().to(at::kCPU, at::kDouble).reshape({-1});
-  };
-  const at::Tensor se = at::sqrt(se_of(se_reference).square() + se_of(se_target).square());
-  const at::Tensor allowed = sigmas * se + unit * at::clamp_min(r.abs(), 1.0);
+  const at::Tensor se_r = se_reference.defined() && se_reference.numel() == o.numel
+                              ? se_reference.detach().to(at::kCPU, at::kDouble).reshape({-1})
+                              : at::zeros_like(r);
+  // The difference of two samples of one distribution has sqrt(2) times one sample's standard
+  // error; the reference's sample is the one trusted to measure it.
+  const at::Tensor se = std::sqrt(2.0) * se_r;
+  const at::Tensor allowed = sigmas * se + unit * r.abs();
   const at::Tensor diff = (t - r).abs();
   // Non-finite statistics must agree exactly (compare_tensors above counted them).
   const at::Tensor bad = at::where(r.isfinite() & t.isfinite(), diff > allowed, ~(r.eq(t) | (r.isnan() & t.isnan())));
@@ -789,13 +790,89 @@ OutputReport compare_statistics(const std::string& name, const at::Tensor& refer
     o.first_mismatch = i;
     o.reference_value = r[i].item<double>();
     o.target_value = t[i].item<double>();
-    o.note = fmt::format("statistic {} differs by {:.3g}, {:.1f} standard errors (allowed {:.3g}: {} sigmas plus rounding)",
+    o.note = fmt::format("statistic {} differs by {:.3g}, {:.1f} standard errors of the reference's sample "
+                         "(allowed {:.3g}: {} sigmas plus rounding)",
                          index_string(i, o.shape), diff[i].item<double>(),
                          se[i].item<double>() > 0 ? diff[i].item<double>() / se[i].item<double>() : 0.0,
                          allowed[i].item<double>(), sigmas);
   }
   return o;
 }
+
+double finite_rms(const at::Tensor& x) {
+  if (!x.defined() || x.numel() == 0 || !(x.is_floating_point() || is_integral(x.scalar_type()))) return 0;
+  at::NoGradGuard no_grad;
+  const at::Tensor d = x.detach().to(at::kCPU, at::kDouble).reshape({-1}).contiguous();
+  ScaledSquares s;
+  const double* p = d.const_data_ptr<double>();
+  for (std::int64_t i = 0; i < d.numel(); ++i)
+    if (std::isfinite(p[i])) s.add(p[i]);
+  return s.rms();
+}
+
+SignedBias signed_bias(const at::Tensor& reference, const at::Tensor& target) {
+  SignedBias b;
+  if (!reference.defined() || !target.defined() || reference.sizes() != target.sizes() ||
+      !reference.is_floating_point() || !target.is_floating_point() || reference.numel() == 0)
+    return b;
+  at::NoGradGuard no_grad;
+  const at::Tensor r = reference.detach().to(at::kCPU, at::kDouble).reshape({-1}).contiguous();
+  const at::Tensor t = target.detach().to(at::kCPU, at::kDouble).reshape({-1}).contiguous();
+  const double *rp = r.const_data_ptr<double>(), *tp = t.const_data_ptr<double>();
+  const std::int64_t n = r.numel();
+  double signed_sum = 0, magnitude = 0;
+  for (std::int64_t i = 0; i < n; ++i) {
+    if (!std::isfinite(rp[i]) || !std::isfinite(tp[i])) continue;
+    signed_sum += (tp[i] - rp[i]) * (rp[i] < 0 ? -1.0 : 1.0);
+    magnitude += std::abs(rp[i]);
+    ++b.n;
+  }
+  if (magnitude == 0 || !std::isfinite(magnitude)) return b;
+  b.mean = signed_sum / magnitude;
+  // The spread of the per-element errors around that mean, over the same weight.
+  ScaledSquares residual;
+  for (std::int64_t i = 0; i < n; ++i) {
+    if (!std::isfinite(rp[i]) || !std::isfinite(tp[i])) continue;
+    residual.add((tp[i] - rp[i]) * (rp[i] < 0 ? -1.0 : 1.0) - b.mean * std::abs(rp[i]));
+  }
+  b.se = residual.root_sum() / magnitude;
+  return b;
+}
+
+namespace {
+
+// The largest finite value of `dtype` plus half a unit in the last place there: a float64 value
+// beyond it rounds to infinity in that dtype.
+double overflow_threshold(c10::ScalarType dtype) {
+  double max = 0;
+  switch (dtype) {
+    case c10::kHalf: max = 65504.0; break;
+    case c10::kBFloat16: max = static_cast<double>(std::numeric_limits<c10::BFloat16>::max()); break;
+    case c10::kFloat: max = static_cast<double>(std::numeric_limits<float>::max()); break;
+    default: return std::numeric_limits<double>::infinity();
+  }
+  return max + std::ldexp(unit_roundoff(dtype), std::ilogb(max));
+}
+
+double largest_finite(c10::ScalarType dtype) {
+  switch (dtype) {
+    case c10::kHalf: return 65504.0;
+    case c10::kBFloat16: return static_cast<double>(std::numeric_limits<c10::BFloat16>::max());
+    case c10::kFloat: return static_cast<double>(std::numeric_limits<float>::max());
+    default: return std::numeric_limits<double>::max();
+  }
+}
+
+// Magnitude bins of the per-element rule: one per binade of |g| (frexp's exponent), zero in bin 0.
+constexpr int kBinOffset = 1100, kBins = 2200;
+int magnitude_bin(double g) {
+  if (g == 0) return 0;
+  int e = 0;
+  std::frexp(g, &e);
+  return std::clamp(e + kBinOffset, 1, kBins - 1);
+}
+
+}  // namespace
 
 Attribution attribute_with_gold(const at::Tensor& gold, const at::Tensor& reference, const at::Tensor& target,
                                 c10::ScalarType target_dtype, const Tolerance& tol, const at::Tensor& rounded) {
@@ -808,14 +885,21 @@ Attribution attribute_with_gold(const at::Tensor& gold, const at::Tensor& refere
     return a;  // integers are exact contracts and complex values have no gold rule: never forgiven
   at::NoGradGuard no_grad;
   const bool reduced = is_reduced(target_dtype);
+  a.dtype = target_dtype == c10::kHalf ? "float16" : target_dtype == c10::kBFloat16 ? "bfloat16" : "float32";
   const std::int64_t n = gold.numel();
   const at::Tensor g_all = gold.detach().to(at::kCPU).reshape({-1});
   const at::Tensor r_all = reference.detach().to(at::kCPU).reshape({-1});
   const at::Tensor t_all = target.detach().to(at::kCPU).reshape({-1});
   const bool usable = rounded.defined() && rounded.sizes() == gold.sizes();
   const at::Tensor b_all = usable ? rounded.detach().to(at::kCPU).reshape({-1}) : g_all;
-  const double u = unit_roundoff(reduced ? target_dtype : target.scalar_type() == at::kDouble ? at::kFloat
-                                                                                              : target.scalar_type());
+  const c10::ScalarType rounding_dtype =
+      reduced ? target_dtype : target.scalar_type() == at::kDouble ? at::kFloat : target.scalar_type();
+  const double u = unit_roundoff(rounding_dtype);
+  // Gold beyond what the target dtype can hold (float32's -3.4e38 mask is float64's -1.8e308):
+  // a non-finite position, never a finite difference of 1e308.
+  const c10::ScalarType range_dtype = target_dtype == at::kDouble ? at::kDouble : rounding_dtype;
+  const double beyond = overflow_threshold(range_dtype), extreme = largest_finite(range_dtype);
+  auto representable = [&](double g) { return std::isfinite(g) && std::abs(g) < beyond; };
   // The chunks of the four tensors in double (b rounded to the target dtype), 1M elements at a time.
   constexpr std::int64_t kChunk = std::int64_t{1} << 20;
   auto chunk = [&](const at::Tensor& x, std::int64_t begin, std::int64_t len, bool round) {
@@ -835,50 +919,89 @@ Attribution attribute_with_gold(const at::Tensor& gold, const at::Tensor& refere
     }
   };
   const double inf = std::numeric_limits<double>::infinity();
+  // The honest error at an element: float32's, and for reduced precision the rounded baseline's.
+  auto local_error = [&](double g, double r, double b) {
+    double local = std::isfinite(r) ? std::abs(r - g) : 0.0;
+    if (reduced && std::isfinite(b)) local = std::max(local, std::abs(b - g));
+    return local;
+  };
 
-  // Pass 1: the RMSEs, each over the elements where gold and that side are finite.
-  double sr = 0, st = 0, sb = 0;
-  std::int64_t nr = 0, nt = 0, nb = 0;
+  // Pass 1: the RMSEs (each over the elements where gold is representable and that side finite),
+  // the honest error per magnitude bin, and the signed sums of the bias rule.
+  ScaledSquares sr, st, sb, honest;
+  std::vector<ScaledSquares> bins(reduced ? kBins : 0);
+  double bias_t = 0, bias_r = 0, bias_b = 0, magnitude = 0;
   bool r_nonfinite = false, t_nonfinite = false;
   for_each_chunk([&](std::int64_t, std::int64_t len, const double* g, const double* r, const double* t,
                      const double* b) {
     for (std::int64_t i = 0; i < len; ++i) {
-      if (!std::isfinite(g[i])) continue;
-      if (std::isfinite(r[i])) sr += (r[i] - g[i]) * (r[i] - g[i]), ++nr;
+      if (!representable(g[i])) {
+        // No part in the sums; a side that is non-finite there still has an infinite RMSE, as a figure.
+        if (std::isfinite(g[i])) r_nonfinite |= !std::isfinite(r[i]), t_nonfinite |= !std::isfinite(t[i]);
+        continue;
+      }
+      const double sign = g[i] < 0 ? -1.0 : 1.0;
+      if (std::isfinite(r[i])) sr.add(r[i] - g[i]), bias_r += (r[i] - g[i]) * sign;
       else r_nonfinite = true;
-      if (std::isfinite(t[i])) st += (t[i] - g[i]) * (t[i] - g[i]), ++nt;
+      if (std::isfinite(t[i])) st.add(t[i] - g[i]), bias_t += (t[i] - g[i]) * sign;
       else t_nonfinite = true;
-      if (reduced && std::isfinite(b[i])) sb += (b[i] - g[i]) * (b[i] - g[i]), ++nb;
+      if (!reduced) continue;
+      if (std::isfinite(b[i])) sb.add(b[i] - g[i]), bias_b += (b[i] - g[i]) * sign;
+      const double local = local_error(g[i], r[i], b[i]);
+      bins[magnitude_bin(g[i])].add(local);
+      honest.add(local);
+      magnitude += std::abs(g[i]);
     }
   });
-  auto root = [](double s, std::int64_t k) { return k > 0 ? std::sqrt(s / static_cast<double>(k)) : 0.0; };
   a.measured = true;
-  const double ref_finite_rmse = root(sr, nr);
-  a.rmse_reference = r_nonfinite ? inf : ref_finite_rmse;
-  a.rmse_target = t_nonfinite ? inf : root(st, nt);
-  a.baseline = std::max(ref_finite_rmse, reduced ? root(sb, nb) : 0.0);
+  a.rmse_reference = r_nonfinite ? inf : sr.rms();
+  a.rmse_target = t_nonfinite ? inf : st.rms();
+  a.baseline = std::max(sr.rms(), reduced ? sb.rms() : 0.0);
   a.multiplier = (reduced || n < 32) ? 3.0 : 2.0;
   // Non-finite target elements are judged one by one below; the RMSE rule takes the finite ones.
-  a.rmse_ok = root(st, nt) <= a.multiplier * a.baseline + tol.atol;
+  a.rmse_ok = st.rms() <= a.multiplier * a.baseline + tol.atol;
+
+  // Reduced precision: the spread allowed at a magnitude is the honest error of the elements of
+  // that magnitude and below (pooled upwards until there are kMinMagnitudePool of them).
+  std::vector<double> pooled(reduced ? kBins : 0, 0.0);
+  if (reduced) {
+    std::vector<ScaledSquares> below(kBins);
+    for (int k = 0; k < kBins; ++k) {
+      if (k > 0) below[k] = below[k - 1];
+      below[k].merge(bins[k]);
+    }
+    const std::int64_t need = std::min<std::int64_t>(kMinMagnitudePool, below[kBins - 1].n);
+    int up = 0;
+    for (int k = 0; k < kBins; ++k) {
+      up = std::max(up, k);
+      while (up < kBins - 1 && below[up].n < need) ++up;
+      pooled[k] = below[up].rms();
+    }
+  }
 
   // Pass 2: every element outside the plain tolerance against the float32 reference must be
   // within what float32 (or the rounded baseline) makes there, or the dtype's rounding there.
-  const double spread = kSpreadMultiplier * a.baseline + tol.atol;
+  const double global_spread = kSpreadMultiplier * a.baseline + tol.atol;
   for_each_chunk([&](std::int64_t begin, std::int64_t len, const double* g, const double* r, const double* t,
                      const double* b) {
     for (std::int64_t i = 0; i < len; ++i) {
       bool bad;
       double allowed = 0;
       auto same = [](double x, double y) { return (std::isnan(x) && std::isnan(y)) || x == y; };
-      if (!std::isfinite(g[i])) {
+      if (std::isnan(g[i]) || std::isinf(g[i])) {
         bad = !same(t[i], g[i]) && !same(t[i], r[i]);
+      } else if (!representable(g[i])) {
+        // Beyond the dtype's range: an infinity or the dtype's extreme of gold's sign (a clamp to
+        // finfo), or whatever float32 holds there.
+        const bool saturated = !std::isnan(t[i]) && (t[i] < 0) == (g[i] < 0) && std::abs(t[i]) >= extreme;
+        bad = !saturated && !same(t[i], r[i]);
       } else if (!std::isfinite(t[i])) {
         bad = !same(t[i], r[i]);  // no worse than float32's own overflow there
       } else {
         const double err = std::abs(t[i] - g[i]);
         if (std::isfinite(r[i]) && std::abs(t[i] - r[i]) <= tol.atol + tol.rtol * std::abs(r[i])) continue;
-        double local = std::isfinite(r[i]) ? std::abs(r[i] - g[i]) : 0.0;
-        if (reduced && std::isfinite(b[i])) local = std::max(local, std::abs(b[i] - g[i]));
+        const double local = local_error(g[i], r[i], b[i]);
+        const double spread = reduced ? kSpreadMultiplier * pooled[magnitude_bin(g[i])] : global_spread;
         allowed = kElementMultiplier * local + spread + kRoundingUnits * u * std::abs(g[i]);
         bad = err > allowed;
       }
@@ -892,7 +1015,17 @@ Attribution attribute_with_gold(const at::Tensor& gold, const at::Tensor& refere
       ++a.bad_elements;
     }
   });
-  a.target_ok = a.rmse_ok && a.bad_elements == 0;
+
+  // The bias rule: a systematic error that honest rounding does not show.
+  if (reduced && magnitude > 0 && std::isfinite(magnitude)) {
+    a.bias_target = bias_t / magnitude;
+    a.bias_honest = std::max(std::abs(bias_r), std::abs(bias_b)) / magnitude;
+    const double count = static_cast<double>(std::max<std::int64_t>(honest.n, 1));
+    a.bias_allowed = kBiasMultiplier * a.bias_honest + kBiasSigmas * honest.root_sum() / magnitude +
+                     kBiasUnits * u * (1 + kRoundingUnits / std::sqrt(count));
+    a.bias_ok = std::abs(a.bias_target) <= a.bias_allowed;
+  }
+  a.target_ok = a.rmse_ok && a.bad_elements == 0 && a.bias_ok;
   return a;
 }
 

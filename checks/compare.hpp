@@ -7,6 +7,8 @@
 #include <ATen/ATen.h>
 #include <ATen/core/grad_mode.h>
 
+#include <cmath>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -29,26 +31,91 @@ OutputReport compare_tensors(const std::string& name, const at::Tensor& referenc
 OutputReport compare_index(const std::string& name, const at::Tensor& reference, const at::Tensor& target,
                            const at::Tensor& source, std::int64_t dim, bool flat);
 
-// Random statistics, judged by their sampling error: element i passes when
-// |t - r| <= sigmas * sqrt(se_r^2 + se_t^2) + unit * max(1, |r|), where `unit` allows for the
-// rounding of the dtype the samples were drawn in.
+// Random statistics, judged by the reference's sampling error: element i passes when
+// |t - r| <= sigmas * sqrt(2) * se_r + unit * |r|. sqrt(2) * se_r is the standard error of the
+// difference of two samples of the same distribution; the target's own standard error `se_target`
+// is not used, so a generator whose outliers inflate its own variance cannot widen its allowance.
+// `unit` (twice the unit roundoff of the dtype the samples were drawn in) is relative to the
+// statistic's own size: rounding moves a mean or a variance by a few units of its value, and a
+// fraction (a histogram bin, P(x < 0)) by no more than a few units of that fraction.
 OutputReport compare_statistics(const std::string& name, const at::Tensor& reference, const at::Tensor& target,
                                 const at::Tensor& se_reference, const at::Tensor& se_target, double sigmas,
                                 double unit);
 
-// Attribution with a float64 gold run (DESIGN.md §5). Two rules, both must hold:
+// Overflow-safe root mean square: sum of squares kept as scale^2 * ssq (LAPACK's nrm2), so no
+// square of a value near the top of the double range becomes inf.
+struct ScaledSquares {
+  double scale = 0, ssq = 1;
+  std::int64_t n = 0;
+  void add(double x) {
+    ++n;
+    const double ax = std::abs(x);
+    if (ax == 0 || !std::isfinite(ax)) return;
+    if (scale < ax) {
+      ssq = 1 + ssq * (scale / ax) * (scale / ax);
+      scale = ax;
+    } else {
+      ssq += (ax / scale) * (ax / scale);
+    }
+  }
+  void merge(const ScaledSquares& o) {
+    n += o.n;
+    if (o.scale == 0) return;
+    if (scale < o.scale) {
+      ssq = o.ssq + ssq * (scale / o.scale) * (scale / o.scale);
+      scale = o.scale;
+    } else {
+      ssq += o.ssq * (o.scale / scale) * (o.scale / scale);
+    }
+  }
+  double root_sum() const { return scale == 0 ? 0.0 : scale * std::sqrt(ssq); }
+  double rms() const { return n == 0 || scale == 0 ? 0.0 : scale * std::sqrt(ssq / static_cast<double>(n)); }
+};
+
+// The RMS of a tensor's finite elements (0 when it has none): the scale of an output.
+double finite_rms(const at::Tensor& x);
+
+// The signed, magnitude-weighted mean relative error of `target` against `reference` over the
+// elements where both are finite: mean = sum((t - r) * sign(r)) / sum(|r|), with the standard error
+// of that mean from the spread of the per-element errors. "Every element 3% too large" is +0.03.
+struct SignedBias {
+  double mean = 0, se = 0;
+  std::int64_t n = 0;
+};
+SignedBias signed_bias(const at::Tensor& reference, const at::Tensor& target);
+
+// The cheap screen in front of the float64 judge for float16/bfloat16 outputs that pass the plain
+// tolerance: a signed bias beyond this many rounding units sends the output to float64. The float64
+// bias rule below never allows less than kBiasUnits (> this), so nothing it would flag is screened out.
+constexpr double kBiasScreenUnits = 0.5;
+
+// Attribution with a float64 gold run (DESIGN.md §5). For float32 targets two rules, for
+// float16/bfloat16 three; all must hold. g is gold, r the float32 reference, t the target, u the
+// target dtype's unit roundoff, and b the baseline: for float16/bfloat16 the float32 result from
+// inputs and weights rounded to that dtype, itself rounded to it (or gold rounded, when `rounded`
+// is undefined). "local" at an element is max(|r - g|, |b - g|), b left out where non-finite.
 //  - RMSE (PyTorch's dynamo accuracy checker): the target's RMSE against gold is within
-//    `multiplier` times the baseline RMSE plus tol.atol. The baseline is float32's own RMSE
-//    against gold; for float16/bfloat16 targets it is at least the error of `rounded` — the float32
-//    result from inputs and weights rounded to that dtype, itself rounded to it (or gold rounded,
-//    when `rounded` is undefined). Each side's RMSE is taken over the elements where it is finite.
+//    `multiplier` times the baseline RMSE (float32's own RMSE, and for float16/bfloat16 at least
+//    b's) plus tol.atol (for float16/bfloat16 the fast path's scale-relative atol).
 //  - Per element, so that one wrong element is never diluted by sqrt(n): an element outside the
-//    plain tolerance `tol` must have |t - g| <= kElementMultiplier * max(|r - g|, |b - g|)
-//    + kSpreadMultiplier * baseline + kRoundingUnits * u * |g| + tol.atol, where b is the baseline
-//    above at that element (left out where non-finite) and u the target dtype's unit roundoff.
-// Where gold is non-finite the target must hold the same non-finite value as gold or as float32;
-// where gold is finite, a non-finite target element is acceptable only when float32 holds the
-// same value there (both overflowed). rmse_target is then infinite, as a figure.
+//    plain tolerance `tol` must have |t - g| <= kElementMultiplier * local + spread
+//    + kRoundingUnits * u * |g|. For float32 targets spread is kSpreadMultiplier * baseline + tol.atol.
+//    For float16/bfloat16 it is local to the element's magnitude, never the whole output's:
+//    kSpreadMultiplier times the RMS of `local` over the elements with |g| in the same binade or
+//    below (taking binades above only until kMinMagnitudePool elements are pooled), so small
+//    elements are judged by the errors small elements honestly have.
+//  - Bias (float16/bfloat16): the target's signed mean relative error against gold (signed_bias)
+//    must be within kBiasMultiplier times that of float32 and of b, plus kBiasSigmas standard errors
+//    of the honest baseline's errors (sqrt(sum local^2) / sum |g|), plus kBiasUnits * u * (1 +
+//    kRoundingUnits / sqrt(n)). Every element 3% too large, or a loss 10% off, fails it even when
+//    each element is within a few rounding units.
+// Where gold is non-finite, or finite but beyond the largest finite value of the target dtype
+// (float32 for float32 targets), the position is non-finite: the target must hold gold's value, the
+// same value as float32, or an infinity or the dtype's extreme of gold's sign; such elements take
+// no part in any RMSE or bias. Where gold is representable, a non-finite target element is
+// acceptable only when float32 holds the same value there (both overflowed). rmse_target is then
+// infinite, as a figure. Every aggregate is an overflow-safe sum (ScaledSquares): a baseline is
+// never inf.
 struct Attribution {
   bool target_ok = false;
   // False when the three cannot be set side by side (an output missing, or shapes that differ):
@@ -59,10 +126,19 @@ struct Attribution {
   // Elements that fail the per-element rule: how many, the first, and the figures there.
   std::int64_t bad_elements = 0, first_bad = -1;
   double gold_value = 0, target_value = 0, allowed = 0;
+  // The bias rule (float16/bfloat16 only): the target's signed mean relative error against gold,
+  // the largest honest one (float32's or the rounded baseline's), what is allowed, and the dtype.
+  bool bias_ok = true;
+  double bias_target = 0, bias_honest = 0, bias_allowed = 0;
+  std::string dtype;
 };
 constexpr double kElementMultiplier = 3;
 constexpr double kSpreadMultiplier = 8;
 constexpr double kRoundingUnits = 4;
+constexpr std::int64_t kMinMagnitudePool = 16;
+constexpr double kBiasMultiplier = 3;
+constexpr double kBiasSigmas = 6;
+constexpr double kBiasUnits = 1;
 Attribution attribute_with_gold(const at::Tensor& gold, const at::Tensor& reference, const at::Tensor& target,
                                 c10::ScalarType target_dtype, const Tolerance& tol, const at::Tensor& rounded = {});
 

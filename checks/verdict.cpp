@@ -72,7 +72,16 @@ void decide_attribution(std::vector<OutputAttribution>& failing, Verdict& v, std
   if (!quoted) return;
   const OutputReport& o = *quoted->output;
   const Attribution& a = quoted->attribution;
-  if (a.bad_elements > 0 && std::isfinite(a.gold_value) && std::isfinite(a.target_value)) {
+  if (!a.bias_ok) {
+    // A systematic error: named as such, whatever the single elements look like.
+    v.message += fmt::format(
+        "; {}: the target is {:.2g}% too {} on average against float64, honest {} rounding explains {:.2g}% "
+        "(float32 and the rounded-input baseline are off by {:.2g}%): a systematic error in the target",
+        o.name, 100 * std::abs(a.bias_target), a.bias_target > 0 ? "large" : "small", a.dtype, 100 * a.bias_allowed,
+        100 * a.bias_honest);
+    if (a.bad_elements > 0)
+      v.message += fmt::format("; {} of {}'s elements are off by more than rounding allows", a.bad_elements, o.name);
+  } else if (a.bad_elements > 0 && std::isfinite(a.gold_value) && std::isfinite(a.target_value)) {
     v.message += fmt::format(
         "; against float64, {} of {}'s elements are off by more than float32 and the dtype's rounding allow, "
         "first at {}: target {:.6g}, float64 {:.6g} (error {:.3g}, allowed {:.3g}): the target is the fragile side",

@@ -273,8 +273,23 @@ void judge_case(const Workload& w, const ExecuteOptions& options, const Outputs&
                                kStatisticSigmas, unit);
     else if (t && t->indexes_into.defined())
       rep = compare_index(o.name, o.value, tv, t->indexes_into, t->index_dim, t->index_flat);
-    else
+    else {
+      // Reduced precision: the plain tolerance's atol is a few rounding units of this output's own
+      // scale, and a signed bias the elements hide is screened for and sent to float64.
+      const bool reduced = dtype == c10::kHalf || dtype == c10::kBFloat16;
+      if (reduced) tols[o.name] = scaled_to_output(tols[o.name], w.family(), dtype, finite_rms(o.value));
       rep = compare_tensors(o.name, o.value, tv, tols[o.name], dtype);
+      if (reduced && rep.ok && tv.defined() && tv.is_floating_point() && o.value.is_floating_point()) {
+        const SignedBias b = signed_bias(o.value, tv);
+        if (std::abs(b.mean) > kBiasScreenUnits * unit_roundoff(dtype)) {
+          rep.ok = false;
+          rep.note = fmt::format("the target is {:.2g}% too {} on average against the float32 reference "
+                                 "(standard error {:.2g}%), more than rounding in {} should give",
+                                 100 * std::abs(b.mean), b.mean > 0 ? "large" : "small", 100 * b.se,
+                                 dtype == c10::kHalf ? "float16" : "bfloat16");
+        }
+      }
+    }
     if (!t) rep.note = "the target did not produce this output";
     r.outputs.push_back(std::move(rep));
   }

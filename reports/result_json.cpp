@@ -2,6 +2,7 @@
 
 #include "reports/escape.hpp"
 
+#include <cmath>
 #include <limits>
 #include <stdexcept>
 
@@ -21,18 +22,39 @@ std::vector<std::string> texts(const std::vector<std::string>& v) {
 
 bool is_finding(Status s) { return s != Status::Pass && s != Status::Skip; }
 
+namespace {
+// JSON has no infinity or NaN (nlohmann writes null, which reads back as nothing): a non-finite
+// figure is written as the string "inf", "-inf" or "nan", and read back from it.
+nlohmann::json figure(double x) {
+  if (std::isnan(x)) return "nan";
+  if (std::isinf(x)) return x > 0 ? "inf" : "-inf";
+  return x;
+}
+double figure_from(const nlohmann::json& j) {
+  if (j.is_string()) {
+    const std::string s = j.get<std::string>();
+    if (s == "nan") return std::numeric_limits<double>::quiet_NaN();
+    if (s == "-inf") return -std::numeric_limits<double>::infinity();
+    return std::numeric_limits<double>::infinity();
+  }
+  // null: a report written before figures were strings, where null stood for a non-finite figure.
+  if (j.is_null()) return std::numeric_limits<double>::infinity();
+  return j.get<double>();
+}
+}  // namespace
+
 void to_json(nlohmann::json& j, const OutputReport& o) {
   j = {{"name", text(o.name)},
        {"shape", o.shape},
        {"reference_dtype", o.reference_dtype},
        {"target_dtype", o.target_dtype},
        {"numel", o.numel},
-       {"max_abs", o.max_abs},
-       {"max_rel", o.max_rel},
+       {"max_abs", figure(o.max_abs)},
+       {"max_rel", figure(o.max_rel)},
        {"mismatches", o.mismatches},
        {"first_mismatch", o.first_mismatch},
-       {"reference_value", o.reference_value},
-       {"target_value", o.target_value},
+       {"reference_value", figure(o.reference_value)},
+       {"target_value", figure(o.target_value)},
        {"nan_reference", o.nan_reference},
        {"inf_reference", o.inf_reference},
        {"nan_target", o.nan_target},
@@ -41,8 +63,8 @@ void to_json(nlohmann::json& j, const OutputReport& o) {
   if (!o.note.empty()) j["note"] = text(o.note);
   if (!o.rule.empty()) j["rule"] = o.rule;
   if (o.rmse_reference >= 0) {
-    j["rmse_reference_vs_gold"] = o.rmse_reference;
-    j["rmse_target_vs_gold"] = o.rmse_target;
+    j["rmse_reference_vs_gold"] = figure(o.rmse_reference);
+    j["rmse_target_vs_gold"] = figure(o.rmse_target);
   }
 }
 
@@ -52,10 +74,9 @@ void from_json(const nlohmann::json& j, OutputReport& o) {
   o.reference_dtype = j.value("reference_dtype", "");
   o.target_dtype = j.value("target_dtype", "");
   o.numel = j.value("numel", std::int64_t{0});
-  // Non-finite figures are written as null by nlohmann; read them back as infinity.
   auto num = [&](const char* key) {
-    if (!j.contains(key) || j.at(key).is_null()) return std::numeric_limits<double>::infinity();
-    return j.at(key).get<double>();
+    if (!j.contains(key)) return std::numeric_limits<double>::infinity();
+    return figure_from(j.at(key));
   };
   o.max_abs = num("max_abs");
   o.max_rel = num("max_rel");
@@ -71,7 +92,7 @@ void from_json(const nlohmann::json& j, OutputReport& o) {
   o.note = j.value("note", "");
   o.rule = j.value("rule", "");
   if (j.contains("rmse_reference_vs_gold") && !j.at("rmse_reference_vs_gold").is_null()) {
-    o.rmse_reference = j.at("rmse_reference_vs_gold").get<double>();
+    o.rmse_reference = figure_from(j.at("rmse_reference_vs_gold"));
     o.rmse_target = num("rmse_target_vs_gold");
   }
 }
