@@ -1,7 +1,8 @@
 // Model cases from a LibTorch C++ frontend network. One ModelDef gives two workloads:
 //   model/<name>/infer  eval mode, no grad: the forward output is compared;
 //   model/<name>/train  N steps of forward + loss + backward + optimizer step on one seeded batch:
-//                       the loss after every step and the final parameters are compared.
+//                       the loss at every step, the first step's gradients, each parameter's
+//                       update and the final parameters are compared (see run()).
 // Weights come from torch::manual_seed(seed) before build(), so every side starts identical.
 // Dropout modules are switched off in training cases: their masks come from each device's own
 // random generator and could never agree; everything else trains as written.
@@ -30,10 +31,34 @@ inline Outputs*& tap_sink() {
   thread_local Outputs* sink = nullptr;
   return sink;
 }
-inline at::Tensor tap(const std::string& layer, const at::Tensor& x) {
-  if (Outputs* sink = tap_sink()) sink->push_back({layer, x.detach().clone()});
-  return x;
+// The dtype the float32 baseline run of a reduced-precision target rounds every tapped layer's
+// output to (Undefined: none). A float16/bfloat16 network rounds every intermediate, and those
+// roundings compound from layer to layer; rounding only inputs and weights would make the
+// baseline look better than honest reduced precision can be. The cast is differentiable, so a
+// training baseline also rounds the gradients flowing back through each tapped layer.
+inline c10::ScalarType& tap_rounding() {
+  thread_local c10::ScalarType dtype = c10::ScalarType::Undefined;
+  return dtype;
 }
+inline at::Tensor tap(const std::string& layer, const at::Tensor& x) {
+  const c10::ScalarType round = tap_rounding();
+  const at::Tensor y = round != c10::ScalarType::Undefined && c10::isFloatingType(x.scalar_type())
+                           ? x.to(round).to(x.scalar_type())
+                           : x;
+  if (Outputs* sink = tap_sink()) sink->push_back({layer, y.detach().clone()});
+  return y;
+}
+// Sets tap_rounding() for one run, and restores it when the run ends or throws.
+class TapRounding {
+ public:
+  explicit TapRounding(c10::ScalarType dtype) : saved_(tap_rounding()) { tap_rounding() = dtype; }
+  ~TapRounding() { tap_rounding() = saved_; }
+  TapRounding(const TapRounding&) = delete;
+  TapRounding& operator=(const TapRounding&) = delete;
+
+ private:
+  c10::ScalarType saved_;
+};
 
 // The forward most models take: the network on the batch's inputs, in order (one or two of
 // them). Empty for any other network; its def sets forward itself.
@@ -83,16 +108,32 @@ class ModelInstance final : public Instance {
     reset();
   }
 
+  // Training outputs, each compared at its own scale: the loss at every step; the gradients of
+  // the first step ("grad0/<param>"), where a wrong backward kernel shows before the optimizer
+  // blurs it; each parameter's update over all steps ("update/<param>", after minus before), which
+  // is what the optimizer did, at the size of lr (a no-op or 10%-short step is plain there, while
+  // beside the parameters themselves, a hundred times larger, it drowns in their rounding); and
+  // the final parameters.
   Outputs run() override {
+    const TapRounding rounding(where_.round_inputs_to);
     if (!train_) {
       torch::NoGradGuard no_grad;
       return {{"out", def_.forward(net_, batch_).detach()}};
     }
     reset();
-    Outputs outs;
+    const auto params = net_->named_parameters();
+    std::vector<at::Tensor> before;
+    for (const auto& p : params) before.push_back(p.value().detach().clone());
+    Outputs losses, grads;
     const int steps = setup_.quick ? def_.quick_steps : def_.steps;
-    for (int s = 0; s < steps; ++s) outs.push_back({"loss/step" + std::to_string(s), step().detach()});
-    for (const auto& p : net_->named_parameters()) outs.push_back({"param/" + p.key(), p.value().detach().clone()});
+    for (int s = 0; s < steps; ++s) {
+      losses.push_back({"loss/step" + std::to_string(s), step(s == 0 ? &grads : nullptr).detach()});
+    }
+    Outputs outs = std::move(losses);
+    for (auto& g : grads) outs.push_back(std::move(g));
+    for (size_t i = 0; i < params.size(); ++i)
+      outs.push_back({"update/" + params[i].key(), params[i].value().detach() - before[i]});
+    for (const auto& p : params) outs.push_back({"param/" + p.key(), p.value().detach().clone()});
     return outs;
   }
 
@@ -151,11 +192,21 @@ class ModelInstance final : public Instance {
     }
   }
 
-  at::Tensor step() {
+  // One training step; `grads` (when given) receives every parameter's gradient before the update.
+  at::Tensor step(Outputs* grads = nullptr) {
     optimizer_->zero_grad();
     at::Tensor loss = def_.loss(def_.forward(net_, batch_), batch_);
     loss.backward();
+    if (grads)
+      for (const auto& p : net_->named_parameters())
+        if (p.value().grad().defined()) grads->push_back({"grad0/" + p.key(), p.value().grad().detach().clone()});
     optimizer_->step();
+    // The reduced-precision baseline keeps its parameters in that dtype, as the target does: an
+    // update smaller than a unit of the parameter's rounding is lost there too.
+    if (where_.round_inputs_to != c10::ScalarType::Undefined) {
+      torch::NoGradGuard no_grad;
+      for (auto& p : net_->parameters()) p.copy_(p.to(where_.round_inputs_to).to(p.scalar_type()));
+    }
     return loss;
   }
 

@@ -44,6 +44,9 @@ void set_memory_limit(std::size_t bytes);
 bool planted(const char* bug_class);
 // Runs a planted kernel for `op` if one is switched on and applies; false: run the plain fallback.
 bool run_planted(const c10::OperatorHandle& op, torch::jit::Stack* stack);
+// The convolution kernel (sim_device.cpp) hands its host result here for the planted classes
+// that change values (scale, ulp-noise); returns it, edited in place.
+at::Tensor planted_convolution(at::Tensor out);
 // Called at every synchronize: raises a deferred kernel error (or hangs, with sync-hang).
 void at_synchronize();
 // A planted kernel error that surfaces only at the next synchronize (as on a real command queue).

@@ -42,6 +42,12 @@ const std::set<std::string>& known_classes() {
     "nondeterministic",  // scatter_add loses a random update on every call (a race)
     "slow",            // convolution ten times slower than the CPU
     "sync-hang",       // synchronize never returns (a device that hangs: the probe's deadline)
+    // Subtle classes: each is within a few units of rounding per element, or on few elements.
+    "scale",           // float16/bfloat16 conv, matmul and softmax outputs 3% too large (a wrong scale)
+    "small-elements",  // exp 1.5x too large where its result is below 0.125 (a bad polynomial range)
+    "train-step",      // the optimizer's in-place update of a parameter 10% short
+    "rng-outliers",    // normal_ puts 0.01% of its samples at +-50 (a broken tail of the sampler)
+    "ulp-noise",       // the honest control: +-1 unit of rounding on every element of common ops
   };
   return classes;
 }
@@ -104,7 +110,58 @@ at::Tensor read_as_contiguous(const at::Tensor& x) {
 
 bool is(const c10::OperatorHandle& op, const char* name) { return op.schema().operator_name().name == name; }
 
+bool is_reduced(c10::ScalarType t) { return t == at::kHalf || t == at::kBFloat16; }
+
+// Which ops the subtle classes plant in (a composite such as linear or matmul reaches them).
+bool is_matmul(const c10::OperatorHandle& op) {
+  return is(op, "aten::mm") || is(op, "aten::addmm") || is(op, "aten::bmm") || is(op, "aten::baddbmm");
+}
+bool is_noisy(const c10::OperatorHandle& op) {
+  static const std::set<std::string> ops = {"aten::add", "aten::sub", "aten::mul", "aten::div", "aten::exp",
+                                            "aten::mm",  "aten::addmm", "aten::bmm", "aten::_softmax"};
+  return ops.count(op.schema().operator_name().name) > 0;
+}
+// The tensor an optimizer's in-place update (SGD, Adam, AdamW, Adadelta) writes, if `op` is one:
+// p.add_(d, -lr), p.addcdiv_(m, v, -step)... reach a device without their kernels as the out=
+// variant with the parameter as `out`. Undefined for any other op.
+at::Tensor updated_tensor(const c10::OperatorHandle& op, const Stack& s) {
+  static const std::set<std::string> ops = {"aten::add", "aten::sub", "aten::mul", "aten::div",
+                                            "aten::addcdiv", "aten::addcmul", "aten::lerp"};
+  const auto& name = op.schema().operator_name();
+  if (!ops.count(name.name) && !ops.count(name.name.substr(0, name.name.size() - 1))) return {};
+  if (name.overload_name.rfind("out", 0) == 0) return arg(op, s, op.schema().arguments().size() - 1).toTensor();
+  if (name.name.back() == '_') return arg(op, s, 0).toTensor();
+  return {};
+}
+
+// Moves every finite non-zero element of a floating tensor one unit of its dtype's rounding up or
+// down, the direction fixed by the element's index (so two runs agree): what a kernel that rounds
+// differently from the CPU, but honestly, may give. Zeros stay exact, as a real kernel keeps them.
+template <class Bits>
+void nudge_units(at::Tensor& host) {
+  at::Tensor bits = host.view(c10::CppTypeToScalarType<Bits>::value);
+  const at::Tensor finite = at::isfinite(host) & (host != 0);
+  const at::Tensor index = at::arange(host.numel(), at::kLong).view(host.sizes());
+  const at::Tensor sign = ((index * 2654435761LL).bitwise_right_shift(7).bitwise_and(1) * 2 - 1).to(bits.scalar_type());
+  bits.add_(at::where(finite, sign, at::zeros_like(sign)));
+}
+void add_ulp_noise(at::Tensor& host) {
+  if (host.scalar_type() == at::kFloat) nudge_units<int32_t>(host);
+  else if (host.scalar_type() == at::kDouble) nudge_units<int64_t>(host);
+  else if (is_reduced(host.scalar_type())) nudge_units<int16_t>(host);
+}
+
 }  // namespace
+
+at::Tensor planted_convolution(at::Tensor out) {
+  if (planted("scale") && is_reduced(out.scalar_type())) out.mul_(1.03);
+  if (planted("ulp-noise") && c10::isFloatingType(out.scalar_type())) {
+    at::Tensor host = out.contiguous();
+    add_ulp_noise(host);
+    out.copy_(host);
+  }
+  return out;
+}
 
 bool planted(const char* bug_class) { return switchboard().count(bug_class) > 0; }
 
@@ -213,6 +270,45 @@ bool run_planted(const c10::OperatorHandle& op, Stack* s) {
       if (host.numel() == 0) return;
       host.view(-1)[static_cast<int64_t>(race() % static_cast<uint64_t>(host.numel()))].add_(1);
     });
+    return true;
+  }
+  if (planted("scale") && (is_matmul(op) || is(op, "aten::_softmax"))) {
+    // The operand that sets the dtype: addmm's and baddbmm's first is the bias, which may be a scalar-like view.
+    const size_t operand = is(op, "aten::addmm") || is(op, "aten::baddbmm") ? 1 : 0;
+    if (!is_reduced(arg(op, *s, operand).toTensor().scalar_type())) return false;
+    run_then_edit(op, s, [](at::Tensor& host) { host.mul_(1.03); });
+    return true;
+  }
+  if (planted("small-elements") && is(op, "aten::exp")) {
+    run_then_edit(op, s, [](at::Tensor& host) {
+      if (!c10::isFloatingType(host.scalar_type())) return;
+      host.copy_(at::where(host.abs() < 0.125, host * 1.5, host));
+    });
+    return true;
+  }
+  if (planted("train-step")) {
+    // A parameter is a leaf that requires grad; the optimizer updates it in place under no_grad.
+    const at::Tensor self = updated_tensor(op, *s);
+    if (!self.defined() || !self.requires_grad() || !self.is_leaf() || !c10::isFloatingType(self.scalar_type()))
+      return false;
+    const at::Tensor before = to_host(self).to(at::kFloat);
+    run_then_edit(op, s, [&](at::Tensor& host) {
+      host.copy_(before + 0.9 * (host.to(at::kFloat) - before));
+    });
+    return true;
+  }
+  if (planted("rng-outliers") && (is(op, "aten::normal_") || is(op, "aten::normal"))) {
+    run_then_edit(op, s, [](at::Tensor& host) {
+      if (!c10::isFloatingType(host.scalar_type())) return;
+      // One sample in 10,000, at evenly spread positions, alternately at +50 and -50.
+      const int64_t n = host.numel(), every = 10000;
+      at::Tensor flat = host.view(-1);
+      for (int64_t k = 0, i = every / 2; i < n; i += every, ++k) flat[i].fill_(k % 2 ? -50.0 : 50.0);
+    });
+    return true;
+  }
+  if (planted("ulp-noise") && is_noisy(op)) {
+    run_then_edit(op, s, [](at::Tensor& host) { add_ulp_noise(host); });
     return true;
   }
   (void)name;

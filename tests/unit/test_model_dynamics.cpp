@@ -1,0 +1,113 @@
+// Training cases judged by their dynamics (the first step's gradients and each parameter's update
+// are outputs of their own), and the reduced-precision baseline of a network (every tapped layer
+// and, in training, every parameter after a step rounded to the target's dtype).
+#include <mpscheck/model.hpp>
+
+#include <gtest/gtest.h>
+
+#include <map>
+
+namespace {
+
+using namespace mpscheck;
+
+struct TwoLayerImpl : torch::nn::Module {
+  TwoLayerImpl()
+      : fc1(register_module("fc1", torch::nn::Linear(8, 16))), fc2(register_module("fc2", torch::nn::Linear(16, 4))) {}
+  at::Tensor forward(const at::Tensor& x) {
+    const at::Tensor h = model::tap("fc1", fc1->forward(x));
+    return model::tap("fc2", fc2->forward(torch::relu(h)));
+  }
+  torch::nn::Linear fc1, fc2;
+};
+TORCH_MODULE(TwoLayer);
+
+model::ModelDef<TwoLayer> two_layer(double lr, int steps) {
+  model::ModelDef<TwoLayer> def;
+  def.name = "two_layer";
+  def.build = [](bool) { return TwoLayer(); };
+  def.batch = [](bool, at::Generator& gen) {
+    return model::Batch{{at::randn({6, 8}, gen, at::kFloat)}, at::randint(0, 4, {6}, gen, at::kLong)};
+  };
+  def.loss = model::cross_entropy;
+  def.optimizer = model::optimizer<torch::optim::SGD>(torch::optim::SGDOptions(lr));
+  def.steps = def.quick_steps = steps;
+  return def;
+}
+
+std::map<std::string, at::Tensor> run(const model::ModelDef<TwoLayer>& def, bool train, const Placement& where) {
+  const model::ModelWorkload<TwoLayer> w(def, train);
+  std::map<std::string, at::Tensor> out;
+  for (auto& o : w.instantiate(Setup{.seed = 3, .quick = true}, where)->run()) out[o.name] = o.value;
+  return out;
+}
+
+Placement rounded_to(c10::ScalarType dtype) {
+  Placement p;
+  p.round_inputs_to = dtype;
+  return p;
+}
+
+bool representable_in(const at::Tensor& t, c10::ScalarType dtype) { return at::equal(t, t.to(dtype).to(t.dtype())); }
+
+TEST(ModelDynamics, TrainingComparesFirstGradientsAndUpdatesAtTheirOwnScale) {
+  // One plain SGD step: the update is -lr times the first gradient, a hundred times smaller than
+  // the parameter, and it is an output of its own.
+  const double lr = 0.01;
+  const auto out = run(two_layer(lr, 1), true, Placement{});
+  for (const char* p : {"fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias"}) {
+    ASSERT_TRUE(out.count(std::string("grad0/") + p)) << p;
+    ASSERT_TRUE(out.count(std::string("update/") + p)) << p;
+    const at::Tensor grad = out.at(std::string("grad0/") + p), update = out.at(std::string("update/") + p);
+    EXPECT_GT(grad.abs().max().item<double>(), 0) << p;
+    // (within the rounding of the parameter, whose units are a few thousandths of the update)
+    EXPECT_TRUE(at::allclose(update, -lr * grad, 1e-3, 1e-7)) << p;
+    EXPECT_LT(update.abs().max().item<double>(), 0.1 * out.at(std::string("param/") + p).abs().max().item<double>());
+  }
+  EXPECT_TRUE(out.count("loss/step0"));
+}
+
+TEST(ModelDynamics, UpdatesCoverEveryStepAndStartFromTheSeededWeights) {
+  // Two runs of the same instance agree (reset to the seed), and the update spans all the steps.
+  const auto one = run(two_layer(0.05, 1), true, Placement{});
+  const auto three = run(two_layer(0.05, 3), true, Placement{});
+  EXPECT_TRUE(at::equal(one.at("grad0/fc1.weight"), three.at("grad0/fc1.weight")));
+  EXPECT_FALSE(at::allclose(one.at("update/fc1.weight"), three.at("update/fc1.weight")));
+  EXPECT_TRUE(at::allclose(three.at("param/fc1.weight") - three.at("update/fc1.weight"),
+                           one.at("param/fc1.weight") - one.at("update/fc1.weight")));
+}
+
+TEST(ModelDynamics, ReducedPrecisionBaselineRoundsEveryTappedLayer) {
+  for (const auto dtype : {at::kBFloat16, at::kHalf}) {
+    const auto plain = run(two_layer(0.01, 1), false, Placement{});
+    const auto rounded = run(two_layer(0.01, 1), false, rounded_to(dtype));
+    // The network's output is its last tapped layer: rounded to the dtype, as the target stores it.
+    EXPECT_TRUE(representable_in(rounded.at("out"), dtype)) << c10::toString(dtype);
+    EXPECT_FALSE(representable_in(plain.at("out"), dtype)) << c10::toString(dtype);
+    // By hand: weights, input and the first layer's output rounded.
+    torch::manual_seed(3);
+    TwoLayer net;
+    {
+      torch::NoGradGuard no_grad;
+      for (auto& p : net->parameters()) p.set_data(p.to(dtype).to(at::kFloat));
+    }
+    at::Generator gen = at::detail::createCPUGenerator(3 + 7);
+    const at::Tensor x = at::randn({6, 8}, gen, at::kFloat).to(dtype).to(at::kFloat);
+    const at::Tensor h = net->fc1->forward(x).to(dtype).to(at::kFloat);
+    const at::Tensor y = net->fc2->forward(torch::relu(h)).to(dtype).to(at::kFloat);
+    EXPECT_TRUE(at::equal(rounded.at("out"), y.detach())) << c10::toString(dtype);
+  }
+  EXPECT_EQ(model::tap_rounding(), c10::ScalarType::Undefined) << "a run leaves the thread's tap rounding as it was";
+}
+
+TEST(ModelDynamics, ReducedPrecisionTrainingBaselineKeepsItsParametersInThatDtype) {
+  // An update smaller than the parameter's unit of rounding is lost on the target; the baseline
+  // loses it too, so its update is a whole number of units, like the target's.
+  const auto out = run(two_layer(1e-4, 2), true, rounded_to(at::kBFloat16));
+  for (const char* p : {"fc1.weight", "fc2.weight"})
+    EXPECT_TRUE(representable_in(out.at(std::string("param/") + p), at::kBFloat16)) << p;
+  const auto plain = run(two_layer(1e-4, 2), true, Placement{});
+  EXPECT_FALSE(representable_in(plain.at("param/fc1.weight"), at::kBFloat16));
+}
+
+}  // namespace
