@@ -200,6 +200,18 @@ int main(int argc, char** argv) {
        [&]() -> std::function<void()> {
          return [x = sx.clone()] { at::NoGradGuard ng; (void)at::softmax(x, -1); };
        }},
+      // A backward case: the op's forward with gradients on, then backward of the sum of its output
+      // weighted by a grad_output drawn once (float32, from the seed + 1 generator), the leaves'
+      // gradients cleared before each step, as op_workload.hpp does it.
+      {"op/linalg/linear/f32/contiguous/backward",
+       [&]() -> std::function<void()> {
+         auto gg = gen(1);
+         return [x = lx.clone().requires_grad_(), w = lw.clone().requires_grad_(), b = lb.clone().requires_grad_(),
+                 g = at::randn({32, 48}, gg)]() mutable {
+           for (at::Tensor* leaf : {&x, &w, &b}) leaf->mutable_grad() = at::Tensor();
+           (at::linear(x, w, b) * g).sum().backward();
+         };
+       }},
   };
 
   // The models' inputs, as model.hpp draws them for Setup{seed 0, not quick}.

@@ -25,7 +25,16 @@ TimingStats summarize_times(std::vector<double> samples) {
   return t;
 }
 
-bool host_was_busy(double cpu_s, double wall_s) { return wall_s > 0 && cpu_s < kMinCpuShare * wall_s; }
+double quiet_cpu_share(int computing_threads, int intra_op_threads, int cores) {
+  int share = computing_threads;
+  if (intra_op_threads > 0) share = std::min(share, intra_op_threads);
+  if (cores > 0) share = std::min(share, cores);
+  return std::max(share, 1);
+}
+
+bool host_was_busy(double cpu_s, double wall_s, double quiet_share) {
+  return wall_s > 0 && cpu_s < kMinCpuShare * std::max(quiet_share, 1.0) * wall_s;
+}
 
 SpeedClass speed_class(const TimingStats& reference, const TimingStats& target) {
   if (reference.median_s <= 0 || target.median_s <= 0) return SpeedClass::Similar;

@@ -6,11 +6,27 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <ATen/Parallel.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <map>
+#include <optional>
+#include <thread>
 
 #include <time.h>
+
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+#if defined(__linux__)
+#include <dirent.h>
+#include <sys/types.h>
+#include <cstdlib>
+#elif defined(__APPLE__)
+#include <mach/mach.h>
+#endif
 
 namespace mpscheck {
 
@@ -29,6 +45,53 @@ double process_cpu_seconds() {
   return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
 }
 
+// CPU seconds of each thread of this process, by thread id: who computed during a block. Empty
+// where the platform gives no per-thread figures; then only the process total speaks.
+using ThreadCpu = std::map<long, double>;
+
+ThreadCpu thread_cpu_seconds() {
+  ThreadCpu out;
+#if defined(__linux__)
+  if (DIR* dir = ::opendir("/proc/self/task")) {
+    while (const dirent* e = ::readdir(dir)) {
+      if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
+      const long tid = std::strtol(e->d_name, nullptr, 10);
+      // The kernel's per-thread CPU clock id (what pthread_getcpuclockid builds): ~tid << 3 | 6.
+      const clockid_t clock = static_cast<clockid_t>((~static_cast<unsigned long>(tid) << 3) | 6);
+      timespec ts{};
+      if (::clock_gettime(clock, &ts) == 0)
+        out[tid] = static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+    }
+    ::closedir(dir);
+  }
+#elif defined(__APPLE__)
+  thread_act_array_t threads = nullptr;
+  mach_msg_type_number_t count = 0;
+  if (::task_threads(::mach_task_self(), &threads, &count) == KERN_SUCCESS) {
+    for (mach_msg_type_number_t i = 0; i < count; ++i) {
+      thread_basic_info_data_t info{};
+      mach_msg_type_number_t info_count = THREAD_BASIC_INFO_COUNT;
+      if (::thread_info(threads[i], THREAD_BASIC_INFO, reinterpret_cast<thread_info_t>(&info), &info_count) ==
+          KERN_SUCCESS)
+        out[static_cast<long>(threads[i])] =
+            info.user_time.seconds + info.system_time.seconds +
+            1e-6 * (info.user_time.microseconds + info.system_time.microseconds);
+      ::mach_port_deallocate(::mach_task_self(), threads[i]);
+    }
+    ::vm_deallocate(::mach_task_self(), reinterpret_cast<vm_address_t>(threads), count * sizeof(thread_act_t));
+  }
+#endif
+  return out;
+}
+
+// Adds each thread's CPU seconds between two readings to `into`.
+void add_thread_cpu(const ThreadCpu& before, const ThreadCpu& after, ThreadCpu& into) {
+  for (const auto& [tid, seconds] : after) {
+    const auto b = before.find(tid);
+    into[tid] += seconds - (b == before.end() ? 0.0 : b->second);
+  }
+}
+
 // Times `iterate()` of both instances in interleaved blocks so drift hits both sides alike.
 struct TimedSide {
   Instance* instance;
@@ -36,6 +99,8 @@ struct TimedSide {
   std::vector<double> samples;
   double total = 0;
   double cpu = 0;  // process CPU seconds spent during the measured blocks
+  ThreadCpu thread_cpu{};  // each thread's share of those, for the reference (track_threads)
+  bool track_threads = false;
   int block = 1;
 };
 
@@ -61,9 +126,11 @@ void measure(TimedSide& ref, TimedSide& tgt, double budget) {
     // Alternate which side goes first, so neither side always inherits the other's warm caches.
     TimedSide* const order[2] = {round % 2 ? &tgt : &ref, round % 2 ? &ref : &tgt};
     for (TimedSide* s : order) {
+      const ThreadCpu threads0 = s->track_threads ? thread_cpu_seconds() : ThreadCpu{};
       const double cpu0 = process_cpu_seconds();
       const double t = time_block(*s, s->block);
       s->cpu += process_cpu_seconds() - cpu0;
+      if (s->track_threads) add_thread_cpu(threads0, thread_cpu_seconds(), s->thread_cpu);
       s->samples.push_back(t / s->block);
       s->total += t;
     }
@@ -79,11 +146,29 @@ struct SpeedRound {
   double speedup = 0;
   SpeedClass speed_class = SpeedClass::Similar;
   double reference_cpu_s = 0, reference_wall_s = 0;  // over the reference's measured blocks
-  bool host_busy() const { return host_was_busy(reference_cpu_s, reference_wall_s); }
+  double reference_quiet_share = 1;  // the cores it would hold on a quiet machine
+  bool interleaved = false;  // both sides timed here; false for a round against a reused reference time
+  bool host_busy() const { return host_was_busy(reference_cpu_s, reference_wall_s, reference_quiet_share); }
 };
+
+// A thread computed for the reference when it held at least a tenth of a core over its blocks:
+// on a machine loaded 2x, each of four intra-op threads still shows half a core and is counted, so
+// the quiet share is four and the two cores they hold are a busy round. Threads that only woke up
+// (a heartbeat, the pool's spin before it sleeps) stay under it.
+constexpr double kComputingThreadShare = 0.1;
+
+double reference_quiet_share(const TimedSide& ref) {
+  int computing = 0;
+  for (const auto& [tid, seconds] : ref.thread_cpu)
+    if (seconds >= kComputingThreadShare * ref.total) ++computing;
+  // Without per-thread figures, a reference that held more than a core computed on that many.
+  if (ref.thread_cpu.empty()) computing = static_cast<int>(std::ceil(ref.cpu / std::max(ref.total, 1e-9)));
+  return quiet_cpu_share(computing, at::get_num_threads(), static_cast<int>(std::thread::hardware_concurrency()));
+}
 
 SpeedRound time_round(Instance& ref, Instance& tgt, c10::Device device, double budget) {
   TimedSide ref_side{&ref, c10::Device(c10::kCPU), {}};
+  ref_side.track_threads = true;
   TimedSide tgt_side{&tgt, device, {}};
   measure(ref_side, tgt_side, budget);
   SpeedRound round;
@@ -93,13 +178,22 @@ SpeedRound time_round(Instance& ref, Instance& tgt, c10::Device device, double b
   round.speed_class = speed_class(round.reference, round.target);
   round.reference_cpu_s = ref_side.cpu;
   round.reference_wall_s = ref_side.total;
+  round.reference_quiet_share = reference_quiet_share(ref_side);
+  round.interleaved = true;
   return round;
 }
 
 std::string busy_host_note(const SpeedRound& round) {
-  return fmt::format("a round measured {:.3g}x ({}), but the CPU reference held {:.0f}% of a core while it was timed: "
-                     "the machine was busy with other work, so no claim (time it on a quiet machine)",
-                     round.speedup, to_string(round.speed_class), 100 * round.reference_cpu_s / round.reference_wall_s);
+  const double share = round.reference_cpu_s / round.reference_wall_s;
+  if (round.reference_quiet_share <= 1)
+    return fmt::format("a round measured {:.3g}x ({}), but the CPU reference held {:.0f}% of a core while it was "
+                       "timed: the machine was busy with other work, so no claim (time it on a quiet machine)",
+                       round.speedup, to_string(round.speed_class), 100 * share);
+  return fmt::format("a round measured {:.3g}x ({}), but the CPU reference held {:.2g} cores while it was timed, "
+                     "where its {:.0f} computing threads hold {:.0f} on a quiet machine: the machine was busy with "
+                     "other work, so no claim (time it on a quiet machine)",
+                     round.speedup, to_string(round.speed_class), share, round.reference_quiet_share,
+                     round.reference_quiet_share);
 }
 
 // The target alone, with the same warm-up and block sizing as an interleaved round, against
@@ -144,20 +238,58 @@ SpeedRound time_target_alone(const TimingStats& reference, Instance& tgt, c10::D
 // other timed cases together.
 constexpr double kConfirmationBudgetShare = 0.5;
 
-void settle_speed(const SpeedRound& first, bool first_reused, const Workload& w, const ExecuteOptions& options,
+// What earlier cases left in the process's allocator decides where a pair's buffers, and every
+// step's outputs, land; fresh instances made in the same state land alike, so a placement accident
+// can repeat across fresh pairs (cumsum along dim 0, a 6 us kernel, measured `slower` in all three
+// rounds of a full run and `similar` alone). Before the last confirmation pair the allocator's
+// state is redrawn: 80 blocks of irregular sizes from 3 KiB to 2 MiB (small bins, the heap top
+// and mmap-sized chunks alike) are allocated through LibTorch's CPU allocator and freed out of
+// order, and glibc then returns its free memory to the system, so the pair starts from a heap laid
+// out unlike the one the first two pairs got. It costs a few milliseconds per claim.
+void reset_allocator_state() {
+  std::vector<at::Tensor> blocks;
+  int64_t bytes = 3 * 1024 + 320;
+  for (int i = 0; i < 80; ++i) {
+    blocks.push_back(at::empty({bytes}, at::kByte));
+    bytes = i % 10 == 9 ? 3 * 1024 + 64 * i : bytes * 2 + 832;  // up to ~2 MiB, eight times over
+  }
+  for (size_t i = 0; i < blocks.size(); i += 3) blocks[i].reset();  // every third first: holes
+  blocks.clear();
+#if defined(__GLIBC__)
+  ::malloc_trim(0);
+#endif
+}
+
+// Returns whether the reference time it settled on is one to keep for --reuse-reference-times:
+// from an interleaved round whose CPU share was read and quiet, with every round agreeing.
+bool settle_speed(const SpeedRound& first, bool first_reused, const Workload& w, const ExecuteOptions& options,
                   c10::Device device, c10::ScalarType dtype, CaseResult& r) {
   SpeedRound decided = first;
   const SpeedClass claim = first.speed_class;
   std::vector<double> speedups{first.speedup};
   std::string note;
   if (claim != SpeedClass::Similar) {
-    for (const int64_t spacer_bytes : {0, 2112, 1088}) {
+    // The first round's pair was made target first. The second pair is made reference first, the
+    // third target first after a reset of the allocator's state, each with a spacer between the two.
+    struct Confirmation {
+      bool reference_first;
+      bool reset_allocator;
+      int64_t spacer_bytes;
+    };
+    for (const std::optional<Confirmation> confirmation :
+         {std::optional<Confirmation>{}, std::optional<Confirmation>{{true, false, 2112}},
+          std::optional<Confirmation>{{false, true, 1088}}}) {
       SpeedRound round = first;
-      if (spacer_bytes > 0) {
-        const at::Tensor spacer = at::empty({spacer_bytes}, at::kByte);  // alive while the pair is
-        std::unique_ptr<Instance> fresh_tgt = w.instantiate(options.setup, Placement{device, dtype, Side::Target});
-        std::unique_ptr<Instance> fresh_ref =
-            w.instantiate(options.setup, Placement{c10::Device(c10::kCPU), c10::kFloat, Side::Reference});
+      if (confirmation) {
+        if (confirmation->reset_allocator) reset_allocator_state();
+        std::unique_ptr<Instance> fresh_tgt, fresh_ref;
+        auto make_tgt = [&] { fresh_tgt = w.instantiate(options.setup, Placement{device, dtype, Side::Target}); };
+        auto make_ref = [&] {
+          fresh_ref = w.instantiate(options.setup, Placement{c10::Device(c10::kCPU), c10::kFloat, Side::Reference});
+        };
+        confirmation->reference_first ? make_ref() : make_tgt();
+        const at::Tensor spacer = at::empty({confirmation->spacer_bytes}, at::kByte);  // alive while the pair is
+        confirmation->reference_first ? make_tgt() : make_ref();
         round = time_round(*fresh_ref, *fresh_tgt, device, kConfirmationBudgetShare * options.min_time_s);
         speedups.push_back(round.speedup);
       }
@@ -180,11 +312,15 @@ void settle_speed(const SpeedRound& first, bool first_reused, const Workload& w,
                                               first_reused ? "the first against the cached reference time, " : "",
                                               fmt::join(speedups, "x, "))
                                 : note;
+  } else if (first.host_busy()) {
+    note = busy_host_note(first);  // no claim to withdraw, but its reference time is not kept
+    r.speed_note = note;
   }
   r.reference_time = decided.reference;
   r.target_time = decided.target;
   r.speedup = decided.speedup;
   r.speed_class = decided.speed_class;
+  return decided.interleaved && !decided.host_busy() && note.empty();
 }
 
 }  // namespace
@@ -200,10 +336,13 @@ void time_case(const Workload& w, const ExecuteOptions& options, c10::Device dev
     if (!ref) ref = make_reference();
     return time_round(*ref, tgt, device, options.min_time_s);
   }();
-  settle_speed(first, reuse, w, options, device, dtype, r);
+  const bool keep = settle_speed(first, reuse, w, options, device, dtype, r);
   // The reference time is reused only where the screen settled it; a claim was re-timed fresh.
   r.reference_time_reused = reuse && first.speed_class == SpeedClass::Similar;
-  if (!r.reference_time_reused) {
+  // A reference time from a busy round, or from rounds that disagreed, is never stored: reused,
+  // it would settle every later run's screen against a figure no quiet round confirmed (a
+  // reference slowed 2x by a busy machine makes a 2x slower target `similar` for good).
+  if (!r.reference_time_reused && keep) {
     cached.reference_time = r.reference_time;
     cached.reference_time_budget = options.min_time_s;
     cache_dirty = true;

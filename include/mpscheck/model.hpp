@@ -164,14 +164,42 @@ class ModelInstance final : public Instance {
     return layers;
   }
 
+  // Timed training replays the steps run() checked: every `steps` iterations the network, its
+  // buffers (batch-norm statistics) and a fresh optimizer go back to the initial state, so each
+  // timed step is one whose loss a verdict compared. Stepping on for thousands of steps timed a
+  // state no verdict checked (one that may diverge, or reach denormals, on one side only). The
+  // cost: one extra copy of the parameters and buffers, and their copy back every `steps` steps.
   void iterate() override {
     if (!train_) {
       torch::NoGradGuard no_grad;
       def_.forward(net_, batch_);
       return;
     }
+    const int steps = setup_.quick ? def_.quick_steps : def_.steps;
+    if (checked_start_.empty()) {
+      reset();  // run() may have left the network at its last step
+      torch::NoGradGuard no_grad;
+      for (const auto& p : net_->parameters()) checked_start_.push_back(p.detach().clone());
+      for (const auto& b : net_->buffers()) checked_start_.push_back(b.detach().clone());
+      checked_net_ = net_.get();
+      timed_steps_ = 0;
+    } else if (timed_steps_ % steps == 0 || net_.get() != checked_net_) {  // run() in between rebuilt it
+      torch::NoGradGuard no_grad;
+      size_t i = 0;
+      for (auto& p : net_->parameters()) p.detach().copy_(checked_start_[i++]);
+      for (auto& b : net_->buffers()) b.detach().copy_(checked_start_[i++]);
+      optimizer_ = def_.optimizer(net_->parameters());
+      checked_net_ = net_.get();
+      timed_steps_ = 0;
+    }
+    ++timed_steps_;
     step();
   }
+
+ private:
+  std::vector<at::Tensor> checked_start_;  // parameters, then buffers, before the first step
+  const void* checked_net_ = nullptr;      // the network they were taken from
+  int64_t timed_steps_ = 0;
 
  private:
   void reset() {
