@@ -1,5 +1,6 @@
 // Helpers every report writer shares: where a case sits, how bad it is, its error figures and
 // finding text, environment lines, durations, and the one atomic file writer.
+#include "checks/timing.hpp"
 #include "reports/escape.hpp"
 #include "reports/reporter.hpp"
 #include "reports/writers.hpp"
@@ -131,6 +132,18 @@ std::vector<std::string> environment_keys(const nlohmann::json& environment) {
   for (const auto& [k, v] : environment.items())
     if (std::find(keys.begin(), keys.end(), k) == keys.end()) keys.push_back(k);
   return keys;
+}
+
+std::string speed_text(const CaseResult& c) {
+  if (c.speed_class == SpeedClass::None || !(c.speedup > 0)) return "-";
+  if (c.speed_class != SpeedClass::Similar) return to_string(c.speed_class);
+  if (c.speedup < kMinSpeedEffect && c.speedup > 1 / kMinSpeedEffect) return "similar";
+  // The timing rule's speed_note is set only where a first round suggested a claim (checks/timing,
+  // core/timed_rounds): then a busy machine or a confirmation round withdrew it. With no note, the
+  // first round's ranges overlapped.
+  if (c.speed_note.find("busy") != std::string::npos) return "similar (machine busy: not a claim)";
+  if (!c.speed_note.empty()) return "similar (not confirmed on fresh instances: not a claim)";
+  return "similar (noisy: not a claim)";
 }
 
 std::string format_seconds(double s) {

@@ -45,7 +45,7 @@ details summary{cursor:pointer}details pre{white-space:pre-wrap;word-break:break
 margin:4px 0 0;font-size:12px}
 svg{display:block;margin:8px 0;max-width:100%;height:auto}svg text{font:11px -apple-system,"Segoe UI",Helvetica,Arial,sans-serif;
 fill:var(--ink)}svg .grid{stroke:#e5e8eb}svg .one{stroke:var(--ink);stroke-width:1.5}
-svg .spread{stroke:#57606a;stroke-width:1;fill:none}
+svg .spread{stroke:#57606a;stroke-width:1;fill:none}svg .noclaim{fill:#57606a;font-style:italic}
 svg .faster{fill:var(--faster)}svg .s-pass{fill:var(--pass)}svg .s-skip{fill:var(--skip)}
 svg .s-unsupported{fill:var(--unsupported)}svg .s-fallback{fill:var(--fallback)}svg .s-error{fill:var(--error)}svg .s-mismatch{fill:var(--mismatch)}
 svg .s-nan{fill:var(--nan)}svg .s-timeout{fill:var(--timeout)}svg .s-crash{fill:var(--crash)}svg .slower{fill:var(--slower)}svg .similar{fill:var(--similar)}
@@ -130,6 +130,7 @@ struct SpeedBar {
   std::string label, tooltip, css_class;
   double speedup;
   double min = 0, max = 0;  // spread of the cases behind a family bar; 0 for a single case
+  bool no_claim = false;    // a case's ratio that the timing rule did not make a claim of
 };
 
 std::string speed_chart(const std::vector<SpeedBar>& bars) {
@@ -167,9 +168,11 @@ std::string speed_chart(const std::vector<SpeedBar>& bars) {
     // A slowdown's figure sits left of its bar unless it would run into the case names (about 7 px
     // a character); then it goes right of the 1x line, where that row has nothing.
     const std::string figure = format_speedup(b.speedup);
-    const bool left = xv < x1 && label_left - 4 - 7.0 * (figure.size() + 1) > kLabelW;
-    s += fmt::format(R"(<text x="{:.1f}" y="{:.1f}" text-anchor="{}">{}&#215;</text>)",
-                     left ? label_left - 4 : label_right + 4, y + 13, left ? "end" : "start", figure);
+    const std::string suffix = b.no_claim ? ", not a claim" : "";
+    const bool left = xv < x1 && label_left - 4 - 7.0 * (figure.size() + 1 + suffix.size()) > kLabelW;
+    s += fmt::format(R"(<text x="{:.1f}" y="{:.1f}" text-anchor="{}"{}>{}&#215;{}</text>)",
+                     left ? label_left - 4 : label_right + 4, y + 13, left ? "end" : "start",
+                     b.no_claim ? R"( class="noclaim")" : "", figure, suffix);
     s += "</g>";
   }
   s += fmt::format(R"(<line class="one" x1="{0:.1f}" y1="{1:.1f}" x2="{0:.1f}" y2="{2:.1f}"/>)", x1, kTop - 2,
@@ -358,11 +361,11 @@ std::string render_html(const RunReport& report) {
       for (const auto* c : timed)
         bars.push_back({c->id,
                         fmt::format("{}: {}x {} (reference {}, target {})", c->id, format_speedup(c->speedup),
-                                    c->speed_class == SpeedClass::None ? "unclassified" : to_string(c->speed_class),
+                                    c->speed_class == SpeedClass::None ? "unclassified" : speed_text(*c),
                                     format_seconds(c->reference_time ? c->reference_time->median_s : 0),
                                     format_seconds(c->target_time ? c->target_time->median_s : 0)),
                         c->speed_class == SpeedClass::None ? "similar" : to_string(c->speed_class),
-                        c->speedup});
+                        c->speedup, 0, 0, speed_text(*c).find("not a claim") != std::string::npos});
       h += "<p class=\"note\">Speedup per case (reference median / target median), log scale; the dark line is 1&#215;. "
            "Green: faster, red: slower, grey: within the timing spread.</p>\n";
     } else {
@@ -398,7 +401,7 @@ std::string render_html(const RunReport& report) {
       const bool noisy = (c->reference_time && c->reference_time->noisy()) || (c->target_time && c->target_time->noisy());
       h += fmt::format(R"(<tr><td class="id">{}</td><td data-v="{}">{}</td><td class="num" data-v="{:.9g}">{}&#215;</td><td>{}</td>)",
                        html_escape(c->id), -severity(c->status), status_pill(c->status), c->speedup, format_speedup(c->speedup),
-                       to_string(c->speed_class));
+                       html_escape(speed_text(*c)));
       h += time_cell(c->reference_time) + time_cell(c->target_time);
       h += fmt::format("<td>{}</td></tr>\n", noisy ? "noisy" : "");
     }

@@ -73,7 +73,7 @@ std::string render_markdown(const RunReport& report) {
     auto row = [&](const CaseResult* c) {
       const bool noisy = c->reference_time->noisy() || c->target_time->noisy();
       md += fmt::format("| {} | {}x | {}{} | {} | {} |\n", markdown_escape(c->id), format_speedup(c->speedup),
-                        c->speed_class == SpeedClass::None ? "-" : to_string(c->speed_class), noisy ? " (noisy)" : "",
+                        speed_text(*c), noisy && c->speed_class != SpeedClass::Similar ? " (noisy)" : "",
                         format_seconds(c->reference_time->median_s), format_seconds(c->target_time->median_s));
     };
     if (timed.size() <= 2 * kSpeedRowsEachEnd) {

@@ -58,6 +58,11 @@ std::string json_value_text(const nlohmann::json& value);
 // Environment keys in the order a reader wants them (torch, target, OS, chip first), then the rest.
 std::vector<std::string> environment_keys(const nlohmann::json& environment);
 
+// The speed class as a reader should take it: "faster", "slower", "similar", or, where a
+// `similar` sits beside a ratio that reads like a claim (1.2x or more either way), why it is none:
+// "similar (noisy: not a claim)", "(not confirmed: ...)" or "(machine busy: ...)". "-" when untimed.
+std::string speed_text(const CaseResult& c);
+
 // "12.3 us", "1.23 ms", "4.50 s"; "-" for zero or negative.
 std::string format_seconds(double s);
 
