@@ -72,7 +72,9 @@ TEST(Environment, BlasIsNamedFromWhatLibTorchReports) {
   const auto env = collect_environment({"cpu", 0});
   const std::string here = env.at("blas").get<std::string>();
   EXPECT_EQ(here.find("unknown"), std::string::npos) << here;
-  if (at::show_config().find("BLAS_INFO=mkl") != std::string::npos) EXPECT_NE(here.find("MKL"), std::string::npos) << here;
+  if (at::show_config().find("BLAS_INFO=mkl") != std::string::npos) {
+    EXPECT_NE(here.find("MKL"), std::string::npos) << here;
+  }
   EXPECT_TRUE(env.at("blas_libraries").is_array());
 }
 
