@@ -60,17 +60,18 @@ void ConsoleReporter::summary(const RunReport& report, const std::string& report
        << " cases, target " << report.run.value("target", "?") << ")\n";
   for (const auto& [status, n] : counts) out_ << "  " << paint(fmt::format("{:<11}", to_string(status)), status) << ' ' << n << '\n';
 
-  std::vector<const CaseResult*> findings;
-  for (const auto& c : report.cases)
-    if (is_finding(c.status)) findings.push_back(&c);
-  if (!findings.empty()) {
-    out_ << "\nFindings\n";
-    std::sort(findings.begin(), findings.end(), [](auto* a, auto* b) {
-      return a->status != b->status ? a->status < b->status : a->id < b->id;
-    });
-    for (const auto* c : findings) {
-      out_ << "  " << paint(fmt::format("{:<11}", to_string(c->status)), c->status) << ' ' << c->id << '\n';
-      if (!c->message.empty()) out_ << "              " << c->message << '\n';
+  // Findings grouped by op (or model), the worst group first: one op's dtype, layout and direction
+  // variants together.
+  const std::vector<OpGroup> groups = findings_by_op(report);
+  if (!groups.empty()) {
+    out_ << "\nFindings by op\n";
+    for (const auto& g : groups) {
+      out_ << "  " << paint(fmt::format("{:<11}", to_string(g.worst)), g.worst) << ' ' << g.key
+           << fmt::format(" ({} of {} case{})\n", g.findings.size(), g.cases, g.cases == 1 ? "" : "s");
+      for (const auto* c : g.findings) {
+        out_ << "    " << paint(fmt::format("{:<11}", to_string(c->status)), c->status) << ' ' << c->id << '\n';
+        if (!c->message.empty()) out_ << "                " << c->message << '\n';
+      }
     }
   }
 
