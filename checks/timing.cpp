@@ -44,7 +44,7 @@ SpeedClass speed_class(const TimingStats& reference, const TimingStats& target) 
   // disjoint ranges (3,512 float32 op cases here: memory placement, not the device), and some keep
   // such a difference across fresh pairs: cumsum along dim 0 on one CPU measured 3.07x, then 1.12x
   // and 1.16x on two fresh pairs of identical instances. So a speed-up under 20% is not called one.
-  constexpr double kMinEffect = 1.20;
+  constexpr double kMinEffect = kMinSpeedEffect;
   if (speedup >= kMinEffect && target.p75_s * gap < reference.p25_s) return SpeedClass::Faster;
   if (speedup <= 1 / kMinEffect && reference.p75_s * gap < target.p25_s) return SpeedClass::Slower;
   return SpeedClass::Similar;

@@ -10,6 +10,9 @@ namespace mpscheck {
 // Median and quartiles (linear interpolation) of per-iteration times in seconds.
 TimingStats summarize_times(std::vector<double> samples);
 
+// The smallest ratio a speed claim is made for (either way): see speed_class.
+inline constexpr double kMinSpeedEffect = 1.20;
+
 // Faster / Slower only when the interquartile ranges separate (with a 10% gap when either side is
 // noisy) and the medians differ by at least 10%; Similar otherwise.
 SpeedClass speed_class(const TimingStats& reference, const TimingStats& target);

@@ -332,8 +332,48 @@ OpenedJournal open_journal(const Config& cfg, const TargetSpec& target) {
   return j;
 }
 
-// Plan: which cases are timed, and how many workers give the rest their verdicts.
-std::vector<PlannedCase> plan_cases(const Config& cfg, const std::vector<RegisteredWorkload>& selected) {
+// What each case id computes in on a target with a dtype policy, for the run header and report.json.
+std::string dtype_policy_text(const TargetSpec& target, size_t twins) {
+  const c10::ScalarType reduced = target.float_dtype();
+  if (reduced != c10::kBFloat16 && reduced != c10::kHalf) return {};
+  const std::string name = reduced == c10::kBFloat16 ? "bfloat16" : "float16";
+  const std::string twin = reduced == c10::kBFloat16 ? "bf16" : "f16";
+  return fmt::format("on {} every f32 case and model computes in {}; {} f32 op case{} the same computation as {} "
+                     "{} twin{} and run{} once, under the {} id; f16 and bf16 cases compute in their own dtype, "
+                     "integer and bool cases in theirs",
+                     target.str(), name, twins, twins == 1 ? " is" : "s are", twins == 1 ? "its" : "their", twin,
+                     twins == 1 ? "" : "s", twins == 1 ? "s" : "", twin);
+}
+
+// Plan: which cases run (an f32 case that is the same computation as its reduced-precision twin
+// runs once, under the twin's id: run_plan.hpp), and which are timed. `twins` counts those left out.
+std::vector<PlannedCase> plan_cases(const Config& cfg, const std::vector<RegisteredWorkload>& all,
+                                    const TargetSpec& target, size_t* twins) {
+  const c10::ScalarType reduced = target.float_dtype();
+  const std::string reduced_short = reduced == c10::kBFloat16 ? "bf16" : reduced == c10::kHalf ? "f16" : "";
+  std::vector<std::string> all_ids;
+  std::map<std::string, const Workload*> by_id;
+  for (const auto& w : all) {
+    all_ids.push_back(w.workload->id());
+    by_id[all_ids.back()] = w.workload;
+  }
+  const std::vector<bool> twin = same_computation_twins(all_ids, reduced_short);
+  std::vector<RegisteredWorkload> selected;
+  *twins = 0;
+  for (size_t i = 0; i < all.size(); ++i) {
+    // Only where both declare the dtypes their ids say (a plugin's own id scheme may not).
+    if (twin[i] && all[i].workload->dtype() == c10::kFloat) {
+      OpIdParts p;
+      parse_op_id(all_ids[i], &p);
+      const std::string other = "op/" + p.family + '/' + p.op + '/' + reduced_short + '/' + p.variant +
+                                (p.direction.empty() ? "" : '/' + p.direction);
+      if (by_id.at(other)->dtype() == reduced) {
+        ++*twins;
+        continue;
+      }
+    }
+    selected.push_back(all[i]);
+  }
   std::vector<std::string> ids;
   std::vector<bool> is_model;
   for (const auto& w : selected) {
@@ -395,6 +435,7 @@ void print_header(const Config& cfg, const ResolvedTarget& target, const RunRepo
                            report.environment["threads"].get<int>(), loop.jobs, loop.jobs == 1 ? "" : "s");
   if (!cfg.shard_note.empty()) std::cerr << "mpscheck: shard: " << cfg.shard_note << '\n';
   if (!target.note.empty()) std::cerr << "mpscheck: " << target.note << '\n';
+  if (const std::string policy = report.run.value("dtypes", ""); !policy.empty()) std::cerr << "mpscheck: " << policy << '\n';
   for (const auto& w : report.environment["warnings"]) std::cerr << "mpscheck: warning: " << w.get<std::string>() << '\n';
   if (cfg.resume)
     std::cerr << "mpscheck: resuming: " << journal.done.size() << " cases already in the journal"
@@ -461,7 +502,8 @@ int run_cases(int argc, char** argv, const Config& cfg) {
   }
   const RunInputs inputs = read_run_inputs(cfg);
   OpenedJournal journal = open_journal(cfg, target.spec);
-  const std::vector<PlannedCase> plan = plan_cases(cfg, selected);
+  size_t twins = 0;
+  const std::vector<PlannedCase> plan = plan_cases(cfg, selected, target.spec, &twins);
   const RunLoopOptions loop = run_loop_options(cfg, target.spec);
 
   if (cfg.threads > 0) at::set_num_threads(cfg.threads);
@@ -475,6 +517,8 @@ int run_cases(int argc, char** argv, const Config& cfg) {
                 {"reference_cache", cfg.reference_cache},
                 {"timed", std::count_if(plan.begin(), plan.end(), [](const PlannedCase& p) { return p.timed; })},
                 {"command", join(std::vector<std::string>(argv, argv + argc), " ")}};
+  report.run["same_computation_skipped"] = twins;
+  if (const std::string policy = dtype_policy_text(target.spec, twins); !policy.empty()) report.run["dtypes"] = policy;
   // argv is bytes (a Latin-1 --report-dir or --filter is ordinary on Linux); the report is UTF-8.
   report.run = valid_utf8_json(report.run);
   print_header(cfg, target, report, plan, loop, journal);

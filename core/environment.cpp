@@ -112,6 +112,33 @@ std::vector<std::string> loaded_blas_libraries() {
   return {libs.begin(), libs.end()};
 }
 
+std::string blas_name(const std::string& parallel_info, const std::string& build_config,
+                      const std::vector<std::string>& loaded_libraries) {
+  std::vector<std::string> said;
+  // What the library says of itself at run time (MKL prints its version into ATen's parallel info).
+  if (const auto p = parallel_info.find("Math Kernel Library Version "); p != std::string::npos) {
+    const auto begin = p + std::strlen("Math Kernel Library Version ");
+    const auto end = parallel_info.find_first_of(" -\n", begin);
+    said.push_back("MKL " + parallel_info.substr(begin, end == std::string::npos ? std::string::npos : end - begin) +
+                   " (ATen reports it at run time)");
+  }
+  // What LibTorch was built with.
+  if (const auto p = build_config.find("BLAS_INFO="); p != std::string::npos) {
+    const auto begin = p + std::strlen("BLAS_INFO=");
+    const auto end = build_config.find_first_of(", \n", begin);
+    const std::string info = build_config.substr(begin, end == std::string::npos ? std::string::npos : end - begin);
+    if (!info.empty()) {
+      const std::string known = info == "mkl" ? "MKL" : info == "open" ? "OpenBLAS" : info == "accelerate" ? "Accelerate"
+                                : info == "blis" ? "BLIS" : info == "flexi" ? "FlexiBLAS" : info;
+      said.push_back(said.empty() ? known + " (LibTorch's build: BLAS_INFO=" + info + ")"
+                                  : "LibTorch's build: BLAS_INFO=" + info);
+    }
+  }
+  for (const auto& path : loaded_libraries) said.push_back("loaded: " + path.substr(path.rfind('/') + 1));
+  if (said.empty()) return "unknown (LibTorch names no BLAS and none is loaded)";
+  return fmt::format("{}", fmt::join(said, "; "));
+}
+
 double measured_matmul_gflops() {
   constexpr std::int64_t n = 384;
   // One thread: on a busy machine, a multi-threaded product waits for whichever of its threads
@@ -140,7 +167,9 @@ nlohmann::json collect_environment(const EnvironmentInput& in) {
   env["cpu"] = cpu_model();
   env["cores"] = std::thread::hardware_concurrency();
   env["threads"] = at::get_num_threads();
-  env["blas"] = loaded_blas_libraries();
+  const std::vector<std::string> blas_libraries = loaded_blas_libraries();
+  env["blas"] = blas_name(at::get_parallel_info(), at::show_config(), blas_libraries);
+  env["blas_libraries"] = blas_libraries;
   env["matmul_gflops"] = std::round(measured_matmul_gflops() * 10) / 10;
   env["target"] = in.target;
   env["available_devices"] = available_devices();
@@ -163,7 +192,9 @@ nlohmann::json collect_environment(const EnvironmentInput& in) {
 
 std::vector<std::string> environment_warnings(const nlohmann::json& env) {
   std::vector<std::string> w;
-  const auto blas = env.value("blas", std::vector<std::string>{});
+  // The loaded libraries decide; reports written before `blas` became a name held them in `blas`.
+  const nlohmann::json listed = env.contains("blas_libraries") ? env["blas_libraries"] : env.value("blas", nlohmann::json());
+  const auto blas = listed.is_array() ? listed.get<std::vector<std::string>>() : std::vector<std::string>{};
   bool fast_blas = false, reference_blas = false;
   for (const auto& path : blas) {
     if (path.find("openblas") != std::string::npos || path.find("mkl") != std::string::npos ||

@@ -28,6 +28,14 @@ std::vector<std::string> environment_warnings(const nlohmann::json& env);
 // check that holds whatever the linking.
 std::vector<std::string> loaded_blas_libraries();
 
+// The BLAS the CPU baseline uses, named from what LibTorch itself reports: the library version ATen
+// prints in its parallel info ("Intel(R) oneAPI Math Kernel Library Version 2024.2..."), its build
+// configuration (`show_config()`'s BLAS_INFO=...) and the BLAS libraries loaded in the process. A
+// statically linked MKL (the pip wheel's) shows in the first two and not in the third. "unknown"
+// only when none of the three names one.
+std::string blas_name(const std::string& parallel_info, const std::string& build_config,
+                      const std::vector<std::string>& loaded_libraries);
+
 // Float32 matmul throughput of the CPU baseline on one thread, best of a few runs of a 384x384x384
 // product. An optimised BLAS gives tens of GFLOP/s per core; the reference BLAS one or two, which
 // is the 60x that would inflate every reported speed-up.

@@ -1,6 +1,7 @@
 #include "core/run_plan.hpp"
 
 #include <map>
+#include <set>
 
 namespace mpscheck {
 
@@ -18,6 +19,20 @@ bool parse_op_id(const std::string& id, OpIdParts* parts) {
     if (s.empty()) return false;
   *parts = {p[1], p[2], p[3], p[4], p.size() == 6 ? p[5] : std::string()};
   return true;
+}
+
+std::vector<bool> same_computation_twins(const std::vector<std::string>& ids, const std::string& reduced_short) {
+  std::vector<bool> twin(ids.size(), false);
+  if (reduced_short.empty()) return twin;
+  const std::set<std::string> selected(ids.begin(), ids.end());
+  for (size_t i = 0; i < ids.size(); ++i) {
+    OpIdParts p;
+    if (!parse_op_id(ids[i], &p) || p.dtype != "f32") continue;
+    const std::string other = "op/" + p.family + '/' + p.op + '/' + reduced_short + '/' + p.variant +
+                              (p.direction.empty() ? "" : '/' + p.direction);
+    twin[i] = selected.count(other) > 0;
+  }
+  return twin;
 }
 
 std::vector<bool> plan_timing(const std::vector<std::string>& ids, const std::vector<bool>& is_model, bool quick,

@@ -1,10 +1,12 @@
 #include "core/workflow.hpp"
 
 #include "core/user_regex.hpp"
+#include "reports/writers.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <map>
 #include <set>
@@ -66,10 +68,26 @@ std::vector<Expectation> parse_expectations(const std::string& text, const std::
     if (words.empty() || words[0][0] == '#') continue;
     auto fail = [&](const std::string& what) {
       return ExpectationError(fmt::format("{}:{}: {} (line: '{}'); the format is PATTERN STATUS[|STATUS] "
-                                          "[target=T] [torch>=X] [torch<X] [os=TEXT] [# reason]",
+                                          "[target=T] [torch>=X] [torch<X] [os=TEXT] [max_abs<=X] [max_rel<=X] "
+                                          "[count<=N] [# reason]",
                                           file_name, n, what, raw));
     };
     if (words.size() < 2) throw fail("a pattern needs a status after it");
+    // A bound's number: finite and not negative (a whole number for a count).
+    auto bound = [&](const std::string& w, std::size_t skip, bool whole = false) {
+      const std::string text = w.substr(skip);
+      std::size_t used = 0;
+      double v = -1;
+      try {
+        v = std::stod(text, &used);
+      } catch (const std::exception&) {
+        used = 0;
+      }
+      if (used == 0 || used != text.size() || !std::isfinite(v) || v < 0 || (whole && v != std::floor(v)))
+        throw fail(fmt::format("'{}' needs a {} after '{}'", w, whole ? "whole number" : "number",
+                               w.substr(0, skip)));
+      return v;
+    };
     Expectation e;
     e.line = n;
     e.pattern_text = words[0];
@@ -96,6 +114,9 @@ std::vector<Expectation> parse_expectations(const std::string& text, const std::
       else if (w.rfind("os=", 0) == 0) e.os = w.substr(3);
       else if (w.rfind("torch>=", 0) == 0) e.torch_min = w.substr(7);
       else if (w.rfind("torch<", 0) == 0) e.torch_below = w.substr(6);
+      else if (w.rfind("max_abs<=", 0) == 0) e.max_abs = bound(w, 9);
+      else if (w.rfind("max_rel<=", 0) == 0) e.max_rel = bound(w, 9);
+      else if (w.rfind("count<=", 0) == 0) e.count = static_cast<std::int64_t>(bound(w, 7, true));
       else throw fail(fmt::format("unknown condition '{}'", w));
     }
     e.reason = reason;
@@ -112,6 +133,20 @@ std::vector<Expectation> load_expectations(const std::string& path) {
   s << in.rdbuf();
   return parse_expectations(s.str(), path);
 }
+
+namespace {
+// The first figure of `c` beyond a bound of `e`, said as "max_abs 3.2 > 0.01"; empty when none is.
+std::string exceeded_bound(const Expectation& e, const CaseResult& c) {
+  std::int64_t count = 0;
+  for (const auto& o : c.outputs) count += o.mismatches;
+  const double max_abs = max_abs_error(c), max_rel = max_rel_error(c);
+  // A NaN figure is beyond any bound, as an infinite one is.
+  if (e.max_abs >= 0 && !(max_abs <= e.max_abs)) return fmt::format("max_abs {:.3g} > {:.3g}", max_abs, e.max_abs);
+  if (e.max_rel >= 0 && !(max_rel <= e.max_rel)) return fmt::format("max_rel {:.3g} > {:.3g}", max_rel, e.max_rel);
+  if (e.count >= 0 && count > e.count) return fmt::format("count {} > {}", count, e.count);
+  return {};
+}
+}  // namespace
 
 void apply_expectations(const std::vector<Expectation>& expectations, const nlohmann::json& environment,
                         const std::string& target, std::vector<CaseResult>& cases) {
@@ -133,6 +168,10 @@ void apply_expectations(const std::vector<Expectation>& expectations, const nloh
       } else if (is_finding(c.status) &&
                  (e.statuses.empty() ||
                   std::find(e.statuses.begin(), e.statuses.end(), to_string(c.status)) != e.statuses.end())) {
+        if (const std::string worse = exceeded_bound(e, c); !worse.empty()) {
+          c.expectation = "worse than its expected bound (" + why + "): " + worse;
+          break;
+        }
         c.expected = true;
         c.expectation = "expected (" + why + ")";
       } else {

@@ -21,6 +21,10 @@ struct Expectation {
   std::regex pattern;
   std::vector<std::string> statuses;  // empty = any finding
   std::string target, os, torch_min, torch_below;
+  // Figure bounds (`max_abs<=1e-2`, `max_rel<=0.5`, `count<=32`): a matching finding whose figures
+  // exceed one is unexpected, so a known failure that gets worse fails the run. Negative: no bound.
+  double max_abs = -1, max_rel = -1;
+  std::int64_t count = -1;
   std::string reason;
 };
 

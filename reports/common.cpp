@@ -1,5 +1,6 @@
 // Helpers every report writer shares: where a case sits, how bad it is, its error figures and
 // finding text, environment lines, durations, and the one atomic file writer.
+#include "checks/timing.hpp"
 #include "reports/escape.hpp"
 #include "reports/reporter.hpp"
 #include "reports/writers.hpp"
@@ -54,6 +55,57 @@ std::vector<const CaseResult*> findings_worst_first(const RunReport& report) {
     return severity(a->status) != severity(b->status) ? severity(a->status) > severity(b->status) : a->id < b->id;
   });
   return findings;
+}
+
+namespace {
+// Where a case sits in its op's matrix: (group key, row, column). Op ids
+// op/<family>/<op>/<dtype>/<variant>[/<direction>]; model ids model/<name>/<mode>; any other id is a
+// group of its own.
+struct GroupPlace {
+  std::string key, row, column;
+};
+GroupPlace group_place(const std::string& id) {
+  std::vector<std::string> p;
+  for (std::size_t start = 0;;) {
+    const std::size_t slash = id.find('/', start);
+    p.push_back(id.substr(start, slash == std::string::npos ? std::string::npos : slash - start));
+    if (slash == std::string::npos) break;
+    start = slash + 1;
+  }
+  if (p[0] == "op" && (p.size() == 5 || p.size() == 6))
+    return {"op/" + p[1] + '/' + p[2], p[3], p.size() == 6 ? p[4] + '/' + p[5] : p[4]};
+  if (p[0] == "model" && p.size() >= 3)
+    return {id.substr(0, id.rfind('/')), "model", p.back()};
+  return {id, "-", "-"};
+}
+}  // namespace
+
+std::vector<OpGroup> findings_by_op(const RunReport& report) {
+  std::map<std::string, OpGroup> groups;
+  for (const auto& c : report.cases) {
+    const GroupPlace place = group_place(c.id);
+    OpGroup& g = groups[place.key];
+    g.key = place.key;
+    ++g.cases;
+    if (std::find(g.rows.begin(), g.rows.end(), place.row) == g.rows.end()) g.rows.push_back(place.row);
+    if (std::find(g.columns.begin(), g.columns.end(), place.column) == g.columns.end())
+      g.columns.push_back(place.column);
+    g.cells[{place.row, place.column}] = &c;
+  }
+  std::vector<OpGroup> out;
+  for (const CaseResult* c : findings_worst_first(report)) {
+    OpGroup& g = groups.at(group_place(c->id).key);
+    if (g.findings.empty() || severity(c->status) > severity(g.worst)) g.worst = c->status;
+    g.findings.push_back(c);
+  }
+  for (auto& [key, g] : groups)
+    if (!g.findings.empty()) out.push_back(std::move(g));
+  std::stable_sort(out.begin(), out.end(), [](const OpGroup& a, const OpGroup& b) {
+    if (severity(a.worst) != severity(b.worst)) return severity(a.worst) > severity(b.worst);
+    if (a.findings.size() != b.findings.size()) return a.findings.size() > b.findings.size();
+    return a.key < b.key;
+  });
+  return out;
 }
 
 namespace {
@@ -131,6 +183,18 @@ std::vector<std::string> environment_keys(const nlohmann::json& environment) {
   for (const auto& [k, v] : environment.items())
     if (std::find(keys.begin(), keys.end(), k) == keys.end()) keys.push_back(k);
   return keys;
+}
+
+std::string speed_text(const CaseResult& c) {
+  if (c.speed_class == SpeedClass::None || !(c.speedup > 0)) return "-";
+  if (c.speed_class != SpeedClass::Similar) return to_string(c.speed_class);
+  if (c.speedup < kMinSpeedEffect && c.speedup > 1 / kMinSpeedEffect) return "similar";
+  // The timing rule's speed_note is set only where a first round suggested a claim (checks/timing,
+  // core/timed_rounds): then a busy machine or a confirmation round withdrew it. With no note, the
+  // first round's ranges overlapped.
+  if (c.speed_note.find("busy") != std::string::npos) return "similar (machine busy: not a claim)";
+  if (!c.speed_note.empty()) return "similar (not confirmed on fresh instances: not a claim)";
+  return "similar (noisy: not a claim)";
 }
 
 std::string format_seconds(double s) {

@@ -47,7 +47,7 @@ void ConsoleReporter::case_finished(size_t index, size_t total, const CaseResult
   }
   const int width = static_cast<int>(std::to_string(total).size());
   std::string speed;
-  if (r.speedup > 0) speed = fmt::format("  {}x {}", format_speedup(r.speedup), to_string(r.speed_class));
+  if (r.speedup > 0) speed = fmt::format("  {}x {}", format_speedup(r.speedup), speed_text(r));
   out_ << fmt::format("[{:>{}}/{}] ", index + 1, width, total) << paint(fmt::format("{:<11}", to_string(r.status)), r.status)
        << ' ' << r.id << speed << '\n';
   if (is_finding(r.status) && !r.message.empty()) out_ << "      " << r.message << '\n';
@@ -60,17 +60,18 @@ void ConsoleReporter::summary(const RunReport& report, const std::string& report
        << " cases, target " << report.run.value("target", "?") << ")\n";
   for (const auto& [status, n] : counts) out_ << "  " << paint(fmt::format("{:<11}", to_string(status)), status) << ' ' << n << '\n';
 
-  std::vector<const CaseResult*> findings;
-  for (const auto& c : report.cases)
-    if (is_finding(c.status)) findings.push_back(&c);
-  if (!findings.empty()) {
-    out_ << "\nFindings\n";
-    std::sort(findings.begin(), findings.end(), [](auto* a, auto* b) {
-      return a->status != b->status ? a->status < b->status : a->id < b->id;
-    });
-    for (const auto* c : findings) {
-      out_ << "  " << paint(fmt::format("{:<11}", to_string(c->status)), c->status) << ' ' << c->id << '\n';
-      if (!c->message.empty()) out_ << "              " << c->message << '\n';
+  // Findings grouped by op (or model), the worst group first: one op's dtype, layout and direction
+  // variants together.
+  const std::vector<OpGroup> groups = findings_by_op(report);
+  if (!groups.empty()) {
+    out_ << "\nFindings by op\n";
+    for (const auto& g : groups) {
+      out_ << "  " << paint(fmt::format("{:<11}", to_string(g.worst)), g.worst) << ' ' << g.key
+           << fmt::format(" ({} of {} case{})\n", g.findings.size(), g.cases, g.cases == 1 ? "" : "s");
+      for (const auto* c : g.findings) {
+        out_ << "    " << paint(fmt::format("{:<11}", to_string(c->status)), c->status) << ' ' << c->id << '\n';
+        if (!c->message.empty()) out_ << "                " << c->message << '\n';
+      }
     }
   }
 
@@ -87,7 +88,7 @@ void ConsoleReporter::summary(const RunReport& report, const std::string& report
     out_ << fmt::format("  {:>8}  {:<8} {:>10} {:>10}  {}\n", "speedup", "class", "reference", "target", "case");
     const size_t shown = std::min<size_t>(timed.size(), 20);
     auto row = [&](const CaseResult* c) {
-      out_ << fmt::format("  {:>7.2f}x  {:<8} {:>10} {:>10}  {}\n", c->speedup, to_string(c->speed_class),
+      out_ << fmt::format("  {:>7.2f}x  {:<8} {:>10} {:>10}  {}\n", c->speedup, speed_text(*c),
                           format_seconds(c->reference_time->median_s), format_seconds(c->target_time->median_s), c->id);
     };
     if (timed.size() <= shown) {

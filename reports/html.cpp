@@ -3,6 +3,8 @@
 #include "reports/escape.hpp"
 #include "reports/writers.hpp"
 
+#include "checks/recommend.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -45,13 +47,17 @@ details summary{cursor:pointer}details pre{white-space:pre-wrap;word-break:break
 margin:4px 0 0;font-size:12px}
 svg{display:block;margin:8px 0;max-width:100%;height:auto}svg text{font:11px -apple-system,"Segoe UI",Helvetica,Arial,sans-serif;
 fill:var(--ink)}svg .grid{stroke:#e5e8eb}svg .one{stroke:var(--ink);stroke-width:1.5}
-svg .spread{stroke:#57606a;stroke-width:1;fill:none}
+svg .spread{stroke:#57606a;stroke-width:1;fill:none}svg .noclaim{fill:#57606a;font-style:italic}
 svg .faster{fill:var(--faster)}svg .s-pass{fill:var(--pass)}svg .s-skip{fill:var(--skip)}
 svg .s-unsupported{fill:var(--unsupported)}svg .s-fallback{fill:var(--fallback)}svg .s-error{fill:var(--error)}svg .s-mismatch{fill:var(--mismatch)}
 svg .s-nan{fill:var(--nan)}svg .s-timeout{fill:var(--timeout)}svg .s-crash{fill:var(--crash)}svg .slower{fill:var(--slower)}svg .similar{fill:var(--similar)}
 table.matrix td,table.matrix th{text-align:center;padding:3px 6px;font-size:12px}table.matrix th.op{text-align:left;
 font-family:ui-monospace,Menlo,Consolas,monospace;font-weight:400}table.matrix td.cell{color:#fff;min-width:52px}
 table.matrix td.cell.s-unsupported{color:#1f2328}table.matrix td.empty{color:#bbb}
+details.group{border:1px solid var(--line,#d0d7de);border-radius:6px;padding:6px 10px;margin:8px 0}
+details.group>summary{font-weight:600}p.answer{font-size:16px;font-weight:600}
+.rec{padding:2px 8px;border-radius:6px;color:#fff}.r-0{background:var(--mismatch)}.r-1{background:var(--pass)}
+.r-2{background:#57606a}.r-3{background:var(--skip)}#environment summary h2{display:inline}
 .legend{display:flex;flex-wrap:wrap;gap:6px;margin:6px 0}
 )css";
 
@@ -130,6 +136,7 @@ struct SpeedBar {
   std::string label, tooltip, css_class;
   double speedup;
   double min = 0, max = 0;  // spread of the cases behind a family bar; 0 for a single case
+  bool no_claim = false;    // a case's ratio that the timing rule did not make a claim of
 };
 
 std::string speed_chart(const std::vector<SpeedBar>& bars) {
@@ -167,9 +174,11 @@ std::string speed_chart(const std::vector<SpeedBar>& bars) {
     // A slowdown's figure sits left of its bar unless it would run into the case names (about 7 px
     // a character); then it goes right of the 1x line, where that row has nothing.
     const std::string figure = format_speedup(b.speedup);
-    const bool left = xv < x1 && label_left - 4 - 7.0 * (figure.size() + 1) > kLabelW;
-    s += fmt::format(R"(<text x="{:.1f}" y="{:.1f}" text-anchor="{}">{}&#215;</text>)",
-                     left ? label_left - 4 : label_right + 4, y + 13, left ? "end" : "start", figure);
+    const std::string suffix = b.no_claim ? ", not a claim" : "";
+    const bool left = xv < x1 && label_left - 4 - 7.0 * (figure.size() + 1 + suffix.size()) > kLabelW;
+    s += fmt::format(R"(<text x="{:.1f}" y="{:.1f}" text-anchor="{}"{}>{}&#215;{}</text>)",
+                     left ? label_left - 4 : label_right + 4, y + 13, left ? "end" : "start",
+                     b.no_claim ? R"( class="noclaim")" : "", figure, suffix);
     s += "</g>";
   }
   s += fmt::format(R"(<line class="one" x1="{0:.1f}" y1="{1:.1f}" x2="{0:.1f}" y2="{2:.1f}"/>)", x1, kTop - 2,
@@ -291,6 +300,109 @@ std::string figure_cell(double v) {
   return fmt::format(R"(<td class="num" data-v="{:.9g}">{}</td>)", key, error_text(v));
 }
 
+// The recommendation per workload class, blocked classes first, and the totals by status.
+std::string verdict_section(const RunReport& report, const std::map<Status, int>& counts) {
+  std::string h = "<section id=\"verdict\">\n<h2>Verdict per workload class</h2>\n";
+  const auto classes = summarize_classes(report.cases);
+  std::vector<std::pair<std::string, ClassSummary>> rows(classes.begin(), classes.end());
+  auto rank = [](const std::string& r) {
+    return r == to_string(Recommendation::Blocked) ? 0 : r == to_string(Recommendation::Accelerate) ? 1
+           : r == to_string(Recommendation::KeepOnCpu) ? 2 : 3;
+  };
+  std::stable_sort(rows.begin(), rows.end(), [&](const auto& a, const auto& b) {
+    return rank(a.second.recommendation()) < rank(b.second.recommendation());
+  });
+  int blocked = 0, accelerate = 0, keep = 0;
+  for (const auto& [name, c] : rows) {
+    const std::string r = c.recommendation();
+    blocked += r == to_string(Recommendation::Blocked);
+    accelerate += r == to_string(Recommendation::Accelerate);
+    keep += r == to_string(Recommendation::KeepOnCpu);
+  }
+  h += fmt::format("<p class=\"answer\">{} workload class{} blocked, {} to accelerate, {} to keep on the CPU.</p>\n",
+                   blocked, blocked == 1 ? "" : "es", accelerate, keep);
+  h += "<table class=\"sortable classes\"><thead><tr><th>workload class</th><th>recommendation</th>"
+       "<th>accelerate</th><th>keep on CPU</th><th>blocked</th></tr></thead><tbody>\n";
+  for (const auto& [name, c] : rows) {
+    const std::string r = c.recommendation();
+    h += fmt::format("<tr><td class=\"id\">{}</td><td data-v=\"{}\"><span class=\"rec r-{}\">{}</span></td>"
+                     "<td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td></tr>\n",
+                     html_escape(name), rank(r), rank(r), html_escape(r), c.accelerate, c.keep_on_cpu, c.blocked);
+  }
+  h += "</tbody></table>\n<div class=\"totals\">";
+  for (const Status st : kStatusOrder)
+    if (counts.count(st))
+      h += fmt::format(R"(<span class="st s-{0}">{0}: {1}</span>)", to_string(st), counts.at(st));
+  h += fmt::format("<span class=\"st s-skip\" style=\"background:#57606a\">total: {}</span></div>\n</section>\n",
+                   report.cases.size());
+  return h;
+}
+
+// One group per op (or model): its dtype x layout/direction matrix of statuses, then its findings,
+// each expanding to its detail. The first groups are open; the rest are one click away.
+std::string findings_section(const std::vector<OpGroup>& groups, std::size_t findings) {
+  constexpr std::size_t kOpenGroups = 8;
+  std::string h = fmt::format("<section id=\"findings\">\n<h2>Findings ({} in {} op{})</h2>\n", findings,
+                              groups.size(), groups.size() == 1 ? "" : "s");
+  if (groups.empty()) return h + "<p>None: every case passed or was skipped.</p>\n</section>\n";
+  h += "<p class=\"note\">One group per op or model, the worst first. The matrix shows every case of the op in this "
+       "run: a row per dtype, a column per layout and direction.</p>\n";
+  for (std::size_t i = 0; i < groups.size(); ++i) {
+    const OpGroup& g = groups[i];
+    h += fmt::format("<details class=\"group\" data-op=\"{}\"{}><summary>{} <span class=\"id\">{}</span>: {} of {} "
+                     "case{} {}</summary>\n",
+                     html_escape(g.key), i < kOpenGroups ? " open" : "", status_pill(g.worst), html_escape(g.key),
+                     g.findings.size(), g.cases, g.cases == 1 ? "" : "s", g.findings.size() == 1 ? "is a finding" : "are findings");
+    h += "<table class=\"matrix opmatrix\"><thead><tr><th></th>";
+    for (const auto& col : g.columns) h += fmt::format("<th>{}</th>", html_escape(col));
+    h += "</tr></thead><tbody>\n";
+    for (const auto& row : g.rows) {
+      h += fmt::format("<tr><th>{}</th>", html_escape(row));
+      for (const auto& col : g.columns) {
+        const auto it = g.cells.find({row, col});
+        if (it == g.cells.end()) {
+          h += "<td class=\"empty\">&#183;</td>";
+          continue;
+        }
+        const CaseResult& c = *it->second;
+        h += fmt::format("<td class=\"cell s-{0}\" title=\"{1}: {0}\">{0}</td>", to_string(c.status), html_escape(c.id));
+      }
+      h += "</tr>\n";
+    }
+    h += "</tbody></table>\n<table class=\"findings\"><thead><tr><th>case</th><th>status</th><th>max abs error</th>"
+         "<th>max rel error</th><th>message</th></tr></thead><tbody>\n";
+    for (const CaseResult* c : g.findings) {
+      h += fmt::format("<tr><td class=\"id\">{}</td><td>{}</td>", html_escape(c->id), status_pill(c->status));
+      h += figure_cell(max_abs_error(*c)) + figure_cell(max_rel_error(*c));
+      h += fmt::format("<td><details><summary>{}</summary><pre>{}</pre></details></td></tr>\n",
+                       html_escape(shorten(c->message.empty() ? "(no message)" : c->message, 160)),
+                       html_escape(finding_detail(*c)));
+    }
+    h += "</tbody></table>\n</details>\n";
+  }
+  return h + "</section>\n";
+}
+
+// The environment, last and folded; a multi-line value (ATen's parallel dump) behind its own disclosure.
+std::string environment_section(const RunReport& report) {
+  std::string h = fmt::format("<section id=\"environment\">\n<details><summary><h2>Environment</h2></summary>\n"
+                              "<table class=\"env\">\n");
+  auto row = [&](const std::string& key, const std::string& value) {
+    const auto newline = value.find('\n');
+    if (newline == std::string::npos) {
+      h += fmt::format("<tr><th>{}</th><td>{}</td></tr>\n", html_escape(key), html_escape(value));
+      return;
+    }
+    h += fmt::format("<tr><th>{}</th><td><details><summary>{}</summary><pre>{}</pre></details></td></tr>\n",
+                     html_escape(key), html_escape(value.substr(0, newline)), html_escape(value));
+  };
+  for (const auto& key : environment_keys(report.environment)) row(key, json_value_text(report.environment.at(key)));
+  if (report.run.contains("command")) row("command", json_value_text(report.run.at("command")));
+  if (report.run.contains("wall_s") && report.run.at("wall_s").is_number())
+    row("wall time", format_seconds(report.run.at("wall_s").get<double>()));
+  return h + "</table>\n</details>\n</section>\n";
+}
+
 }  // namespace
 
 std::string render_html(const RunReport& report) {
@@ -303,46 +415,16 @@ std::string render_html(const RunReport& report) {
   h += fmt::format("<title>mpscheck: {} findings, target {}</title>\n", findings.size(), html_escape(target));
   h += std::string("<style>") + kStyle + "</style>\n</head>\n<body>\n";
 
-  // Header and environment.
+  // The answer first: what was run, the recommendation per workload class, the totals, then the
+  // findings grouped by op. The environment comes last, folded.
   h += fmt::format("<header>\n<h1>mpscheck report: target {}, torch {}</h1>\n", html_escape(target), html_escape(torch));
   h += fmt::format("<p class=\"sub\">{} cases, {} findings. Reference: CPU float32. Written by mpscheck {}.</p>\n",
                    report.cases.size(), findings.size(), kVersion);
-  h += "<table class=\"env\">\n";
-  for (const auto& key : environment_keys(report.environment))
-    h += fmt::format("<tr><th>{}</th><td>{}</td></tr>\n", html_escape(key),
-                     html_escape(json_value_text(report.environment.at(key))));
-  if (report.run.contains("command"))
-    h += fmt::format("<tr><th>command</th><td>{}</td></tr>\n", html_escape(json_value_text(report.run.at("command"))));
-  if (report.run.contains("wall_s") && report.run.at("wall_s").is_number())
-    h += fmt::format("<tr><th>wall time</th><td>{}</td></tr>\n", format_seconds(report.run.at("wall_s").get<double>()));
-  h += "</table>\n</header>\n";
-
-  // Totals.
-  h += "<section id=\"totals\">\n<h2>Totals</h2>\n<div class=\"totals\">";
-  for (const Status st : kStatusOrder)
-    if (counts.count(st))
-      h += fmt::format(R"(<span class="st s-{0}">{0}: {1}</span>)", to_string(st), counts.at(st));
-  h += fmt::format("<span class=\"st s-skip\" style=\"background:#57606a\">total: {}</span></div>\n</section>\n",
-                   report.cases.size());
-
-  // Findings first: what blocks a migration.
-  h += fmt::format("<section id=\"findings\">\n<h2>Findings ({})</h2>\n", findings.size());
-  if (findings.empty()) {
-    h += "<p>None: every case passed or was skipped.</p>\n";
-  } else {
-    h += "<table class=\"sortable findings\"><thead><tr><th>case</th><th>status</th><th>max abs error</th>"
-         "<th>max rel error</th><th>target</th><th>message</th></tr></thead><tbody>\n";
-    for (const auto* c : findings) {
-      h += fmt::format("<tr><td class=\"id\">{}</td><td data-v=\"{}\">{}</td>", html_escape(c->id), -severity(c->status),
-                       status_pill(c->status));
-      h += figure_cell(max_abs_error(*c)) + figure_cell(max_rel_error(*c));
-      h += fmt::format("<td>{}</td><td><details><summary>{}</summary><pre>{}</pre></details></td></tr>\n",
-                       html_escape(c->target), html_escape(shorten(c->message.empty() ? "(no message)" : c->message, 160)),
-                       html_escape(finding_detail(*c)));
-    }
-    h += "</tbody></table>\n";
-  }
-  h += "</section>\n";
+  if (report.run.contains("dtypes") && report.run.at("dtypes").is_string())
+    h += fmt::format("<p class=\"note\">{}.</p>\n", html_escape(report.run.at("dtypes").get<std::string>()));
+  h += "</header>\n";
+  h += verdict_section(report, counts);
+  h += findings_section(findings_by_op(report), findings.size());
 
   // Speed: chart per case (per family when there are many), then the table.
   std::vector<const CaseResult*> timed;
@@ -358,11 +440,11 @@ std::string render_html(const RunReport& report) {
       for (const auto* c : timed)
         bars.push_back({c->id,
                         fmt::format("{}: {}x {} (reference {}, target {})", c->id, format_speedup(c->speedup),
-                                    c->speed_class == SpeedClass::None ? "unclassified" : to_string(c->speed_class),
+                                    c->speed_class == SpeedClass::None ? "unclassified" : speed_text(*c),
                                     format_seconds(c->reference_time ? c->reference_time->median_s : 0),
                                     format_seconds(c->target_time ? c->target_time->median_s : 0)),
                         c->speed_class == SpeedClass::None ? "similar" : to_string(c->speed_class),
-                        c->speedup});
+                        c->speedup, 0, 0, speed_text(*c).find("not a claim") != std::string::npos});
       h += "<p class=\"note\">Speedup per case (reference median / target median), log scale; the dark line is 1&#215;. "
            "Green: faster, red: slower, grey: within the timing spread.</p>\n";
     } else {
@@ -398,7 +480,7 @@ std::string render_html(const RunReport& report) {
       const bool noisy = (c->reference_time && c->reference_time->noisy()) || (c->target_time && c->target_time->noisy());
       h += fmt::format(R"(<tr><td class="id">{}</td><td data-v="{}">{}</td><td class="num" data-v="{:.9g}">{}&#215;</td><td>{}</td>)",
                        html_escape(c->id), -severity(c->status), status_pill(c->status), c->speedup, format_speedup(c->speedup),
-                       to_string(c->speed_class));
+                       html_escape(speed_text(*c)));
       h += time_cell(c->reference_time) + time_cell(c->target_time);
       h += fmt::format("<td>{}</td></tr>\n", noisy ? "noisy" : "");
     }
@@ -443,6 +525,7 @@ std::string render_html(const RunReport& report) {
     h += fmt::format("<td>{}</td></tr>\n", html_escape(shorten(c.message, 160)));
   }
   h += "</tbody></table>\n</section>\n";
+  h += environment_section(report);
 
   h += std::string("<script>") + kScript + "</script>\n</body>\n</html>\n";
   return h;

@@ -2,11 +2,14 @@
 #include "reports/reporter.hpp"
 #include "reports/writers.hpp"
 
+#include "checks/recommend.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cstdlib>
 #include <fstream>
+#include <map>
 
 namespace mpscheck {
 
@@ -14,7 +17,8 @@ namespace {
 
 constexpr std::size_t kSpeedRowsEachEnd = 10;  // top and bottom N when there are many timed cases
 constexpr std::size_t kMessageLength = 140;     // code points of a message in the findings table
-constexpr std::size_t kFindingRowsMax = 50;     // keeps a paste under GitHub's comment size limit
+constexpr std::size_t kGroupRowsMax = 60;       // keeps a paste under GitHub's comment size limit
+constexpr std::size_t kClassRowsMax = 40;       // workload classes listed, blocked ones first
 
 std::string run_text(const RunReport& report, const char* key, const char* fallback) {
   if (report.run.contains(key)) return json_value_text(report.run.at(key));
@@ -36,25 +40,65 @@ std::string render_markdown(const RunReport& report) {
   for (const auto& [status, n] : counts) parts += fmt::format("{}{} {}", parts.empty() ? "" : ", ", n, to_string(status));
   md += parts.empty() ? "No cases ran.\n\n" : parts + ".\n\n";
 
+  if (report.run.contains("dtypes") && report.run.at("dtypes").is_string())
+    md += markdown_escape(report.run.at("dtypes").get<std::string>()) + ".\n\n";
+
+  // The answer first: the recommendation per workload class, blocked classes first.
+  const auto classes = summarize_classes(report.cases);
+  if (!classes.empty()) {
+    std::vector<std::pair<std::string, ClassSummary>> rows(classes.begin(), classes.end());
+    auto rank = [](const std::string& r) {
+      return r == to_string(Recommendation::Blocked) ? 0 : r == to_string(Recommendation::Accelerate) ? 1
+             : r == to_string(Recommendation::KeepOnCpu) ? 2 : 3;
+    };
+    std::stable_sort(rows.begin(), rows.end(), [&](const auto& a, const auto& b) {
+      return rank(a.second.recommendation()) < rank(b.second.recommendation());
+    });
+    int by_rank[4] = {0, 0, 0, 0};
+    for (const auto& [name, c] : rows) ++by_rank[rank(c.recommendation())];
+    md += "## Verdict per workload class\n\n";
+    md += fmt::format("**{} blocked, {} to accelerate, {} to keep on the CPU.**\n\n", by_rank[0], by_rank[1], by_rank[2]);
+    md += "| Workload class | Recommendation | Accelerate | Keep on CPU | Blocked |\n|---|---|---:|---:|---:|\n";
+    for (std::size_t i = 0; i < rows.size() && i < kClassRowsMax; ++i)
+      md += fmt::format("| {} | {} | {} | {} | {} |\n", markdown_escape(rows[i].first), rows[i].second.recommendation(),
+                        rows[i].second.accelerate, rows[i].second.keep_on_cpu, rows[i].second.blocked);
+    if (rows.size() > kClassRowsMax)
+      md += fmt::format("| … {} more classes (in the HTML report) | | | | |\n", rows.size() - kClassRowsMax);
+    md += "\n";
+  }
+
+  // Findings grouped by op: one row per op, its statuses per dtype and its worst case.
+  const std::vector<OpGroup> groups = findings_by_op(report);
+  md += fmt::format("## Findings by op ({} in {} op{})\n\n", findings.size(), groups.size(), groups.size() == 1 ? "" : "s");
+  if (groups.empty()) {
+    md += "None: every case passed or was skipped.\n\n";
+  } else {
+    md += "| Op | Worst | Findings | Statuses by dtype | Worst case | Message |\n|---|---|---:|---|---|---|\n";
+    for (std::size_t i = 0; i < groups.size() && i < kGroupRowsMax; ++i) {
+      const OpGroup& g = groups[i];
+      std::string by_dtype;
+      for (const auto& row : g.rows) {
+        std::map<Status, int> n;
+        for (const auto& col : g.columns)
+          if (const auto it = g.cells.find({row, col}); it != g.cells.end()) ++n[it->second->status];
+        std::string statuses;
+        for (const auto& [st, k] : n) statuses += fmt::format("{}{} {}", statuses.empty() ? "" : ", ", k, to_string(st));
+        by_dtype += fmt::format("{}{}: {}", by_dtype.empty() ? "" : "; ", row, statuses);
+      }
+      const CaseResult* worst = g.findings.front();
+      md += fmt::format("| {} | {} | {} of {} | {} | {} | {} |\n", markdown_escape(g.key), to_string(g.worst),
+                        g.findings.size(), g.cases, markdown_escape(by_dtype), markdown_escape(worst->id),
+                        markdown_escape(shorten(worst->message, kMessageLength)));
+    }
+    if (groups.size() > kGroupRowsMax)
+      md += fmt::format("| … {} more ops with findings (least severe; every one is in the JSON and HTML reports) "
+                        "| | | | | |\n", groups.size() - kGroupRowsMax);
+    md += "\n";
+  }
+
   md += "| Status | Cases |\n|---|---:|\n";
   for (const auto& [status, n] : counts) md += fmt::format("| {} | {} |\n", to_string(status), n);
   md += fmt::format("| **total** | **{}** |\n\n", report.cases.size());
-
-  md += fmt::format("## Findings ({})\n\n", findings.size());
-  if (findings.empty()) {
-    md += "None: every case passed or was skipped.\n\n";
-  } else {
-    md += "| Case | Status | Max abs error | Message |\n|---|---|---:|---|\n";
-    for (std::size_t i = 0; i < findings.size() && i < kFindingRowsMax; ++i) {
-      const CaseResult* c = findings[i];
-      md += fmt::format("| {} | {} | {} | {} |\n", markdown_escape(c->id), to_string(c->status),
-                        error_text(max_abs_error(*c)), markdown_escape(shorten(c->message, kMessageLength)));
-    }
-    if (findings.size() > kFindingRowsMax)
-      md += fmt::format("| … {} more findings (least severe; every one is in the JSON and HTML reports) | | | |\n",
-                        findings.size() - kFindingRowsMax);
-    md += "\n";
-  }
 
   std::vector<const CaseResult*> timed;
   for (const auto& c : report.cases)
@@ -73,7 +117,7 @@ std::string render_markdown(const RunReport& report) {
     auto row = [&](const CaseResult* c) {
       const bool noisy = c->reference_time->noisy() || c->target_time->noisy();
       md += fmt::format("| {} | {}x | {}{} | {} | {} |\n", markdown_escape(c->id), format_speedup(c->speedup),
-                        c->speed_class == SpeedClass::None ? "-" : to_string(c->speed_class), noisy ? " (noisy)" : "",
+                        speed_text(*c), noisy && c->speed_class != SpeedClass::Similar ? " (noisy)" : "",
                         format_seconds(c->reference_time->median_s), format_seconds(c->target_time->median_s));
     };
     if (timed.size() <= 2 * kSpeedRowsEachEnd) {

@@ -5,7 +5,9 @@
 
 #include "reports/report.hpp"
 
+#include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace mpscheck {
@@ -41,6 +43,21 @@ int severity(Status s);
 // HTML reports list them in.
 std::vector<const CaseResult*> findings_worst_first(const RunReport& report);
 
+// The findings of one op (`op/<family>/<op>`) or model (`model/<name>`), with every case of that
+// op in the run laid out as a matrix: a row per dtype (`model` for models), a column per layout and
+// direction (`contiguous/forward`; `infer`, `train`). One upstream report covers such a group; a
+// reader sees one op's dtype x layout x direction variants together instead of scattered rows.
+struct OpGroup {
+  std::string key;
+  Status worst = Status::Pass;
+  std::vector<const CaseResult*> findings;  // worst first, then by id
+  int cases = 0;                            // every case of the op in the run
+  std::vector<std::string> rows, columns;   // in first-seen order
+  std::map<std::pair<std::string, std::string>, const CaseResult*> cells;  // (row, column) -> case
+};
+// Groups with at least one finding, the worst status first, then by the number of findings, then by key.
+std::vector<OpGroup> findings_by_op(const RunReport& report);
+
 // Largest max-abs (max-rel) error over the case's outputs; infinity when the target produced
 // NaN/Inf the reference did not; a negative value when the case has no outputs.
 double max_abs_error(const CaseResult& c);
@@ -57,6 +74,11 @@ std::string json_value_text(const nlohmann::json& value);
 
 // Environment keys in the order a reader wants them (torch, target, OS, chip first), then the rest.
 std::vector<std::string> environment_keys(const nlohmann::json& environment);
+
+// The speed class as a reader should take it: "faster", "slower", "similar", or, where a
+// `similar` sits beside a ratio that reads like a claim (1.2x or more either way), why it is none:
+// "similar (noisy: not a claim)", "(not confirmed: ...)" or "(machine busy: ...)". "-" when untimed.
+std::string speed_text(const CaseResult& c);
 
 // "12.3 us", "1.23 ms", "4.50 s"; "-" for zero or negative.
 std::string format_seconds(double s);

@@ -2,6 +2,7 @@
 // planted faults, runs its script, and the resulting DOM still has the charts, the findings table
 // with every finding, and the coverage matrix; a screenshot of the page is a real, non-blank image.
 #include "harness.hpp"
+#include "sim_common.hpp"
 
 #include <gtest/gtest.h>
 
@@ -28,7 +29,7 @@ std::string headless(const std::string& exe, const std::string& dir) {
 
 TEST(HtmlInBrowser, ChromiumRendersChartsAndTheFindingsTable) {
   const std::string exe = chromium();
-  if (exe.empty()) GTEST_SKIP() << "Chromium is not installed (Debian: apt-get install chromium)";
+  ASSERT_FALSE(exe.empty()) << "Chromium is not installed: scripts/install-deps.sh --with-test-tools installs it";
   const std::string dir = fresh_dir("html-browser");
   const auto r = run_mpscheck({"--filter", "op/faults/(healthy|wrong|nan|unsupported|slow)$|op/shape/cat/f32/contiguous",
                                "--plugin-dir", test_plugins_dir(), "--target", "cpu", "--quick", "--min-time", "0.02",
@@ -57,4 +58,41 @@ TEST(HtmlInBrowser, ChromiumRendersChartsAndTheFindingsTable) {
   EXPECT_EQ(png.substr(1, 3), "PNG");
   // A blank 1280x2000 page compresses to a few KB; text, tables and charts do not.
   EXPECT_GT(png.size(), 30000u);
+}
+
+// The answer first, as a browser lays it out: the recommendations per workload class and the findings
+// grouped by op come before the environment, which is folded; one op's group holds its dtype x
+// layout/direction matrix with the planted bug's cells (the sim's `transposed` class: gelu wrong only
+// on non-contiguous inputs) and its passing cells side by side.
+TEST(HtmlInBrowser, TheVerdictAndGroupedFindingsComeBeforeTheEnvironment) {
+  const std::string exe = chromium();
+  ASSERT_FALSE(exe.empty()) << "Chromium is not installed: scripts/install-deps.sh --with-test-tools installs it";
+  const std::string dir = fresh_dir("html-browser-order");
+  const auto r = run_mpscheck(on_sim({"--filter", "op/activation/gelu/", "--min-time", "0", "--html", "report.html"}),
+                              dir, {"MPSCHECK_SIM_BUGS=transposed"});
+  ASSERT_EQ(r.exit_code, 1) << r.err;
+  const auto dom = run_shell(headless(exe, dir) + " --dump-dom 'file://" + dir + "/report.html' 2>/dev/null", dir);
+  ASSERT_EQ(dom.exit_code, 0) << dom.err;
+  const std::string& page = dom.out;
+  const auto verdict = page.find("<section id=\"verdict\">"), findings = page.find("<section id=\"findings\">"),
+             environment = page.find("<section id=\"environment\">");
+  ASSERT_NE(verdict, std::string::npos);
+  ASSERT_NE(findings, std::string::npos);
+  ASSERT_NE(environment, std::string::npos);
+  EXPECT_LT(verdict, findings);
+  EXPECT_LT(findings, environment);
+  EXPECT_NE(page.find(">blocked</span>", verdict), std::string::npos);
+  // The environment is folded: its <details> has no `open`.
+  const auto env_details = page.find("<details>", environment);
+  EXPECT_LT(env_details, page.find("<table class=\"env\">", environment));
+  // The gelu group: its matrix holds the planted transposed/sliced mismatches and the passing
+  // contiguous cases of the same dtypes.
+  const auto group = page.find("data-op=\"op/activation/gelu\"", findings);
+  ASSERT_NE(group, std::string::npos);
+  const auto end = page.find("</details>", page.find("<table class=\"findings\">", group));
+  const std::string g = page.substr(group, end - group);
+  EXPECT_NE(g.find("title=\"op/activation/gelu/f32/transposed/forward: mismatch\""), std::string::npos) << g;
+  EXPECT_NE(g.find("title=\"op/activation/gelu/f32/contiguous/forward: pass\""), std::string::npos) << g;
+  EXPECT_NE(g.find("<th>f32</th>"), std::string::npos);
+  EXPECT_NE(g.find("<th>transposed/forward</th>"), std::string::npos);
 }

@@ -2,6 +2,7 @@
 #include "core/environment.hpp"
 
 #include <gtest/gtest.h>
+#include <ATen/ATen.h>
 #include <torch/version.h>
 
 namespace mpscheck {
@@ -53,6 +54,28 @@ TEST(EnvironmentWarnings, ThisMachinesBaselineMultipliesAtOptimisedSpeed) {
   const double gflops = measured_matmul_gflops();
   EXPECT_GT(gflops, kSlowBlasGflops) << "this LibTorch multiplies at " << gflops
                                      << " GFLOP/s: it is not using an optimised BLAS";
+}
+
+// `blas` names the library from what LibTorch reports, never "none" or [] while MKL runs: the pip
+// wheel links MKL statically, so no library shows in the process map (issue: `blas []` on MKL).
+TEST(Environment, BlasIsNamedFromWhatLibTorchReports) {
+  const std::string mkl_info = "ATen/Parallel:\n\tat::get_num_threads() : 2\nIntel(R) oneAPI Math Kernel Library "
+                               "Version 2024.2-Product Build 20240605 for Intel(R) 64 architecture applications\n";
+  EXPECT_EQ(blas_name(mkl_info, "  - BLAS_INFO=mkl\n", {}),
+            "MKL 2024.2 (ATen reports it at run time); LibTorch's build: BLAS_INFO=mkl");
+  EXPECT_EQ(blas_name("", "  - BLAS_INFO=open\n", {"/usr/lib/x86_64-linux-gnu/libopenblas.so.0"}),
+            "OpenBLAS (LibTorch's build: BLAS_INFO=open); loaded: libopenblas.so.0");
+  EXPECT_EQ(blas_name("", "  - BLAS_INFO=accelerate, LAPACK_INFO=accelerate\n", {}),
+            "Accelerate (LibTorch's build: BLAS_INFO=accelerate)");
+  EXPECT_EQ(blas_name("", "", {}), "unknown (LibTorch names no BLAS and none is loaded)");
+  // This machine's LibTorch (the 2.13 wheel) runs MKL: the block must say so.
+  const auto env = collect_environment({"cpu", 0});
+  const std::string here = env.at("blas").get<std::string>();
+  EXPECT_EQ(here.find("unknown"), std::string::npos) << here;
+  if (at::show_config().find("BLAS_INFO=mkl") != std::string::npos) {
+    EXPECT_NE(here.find("MKL"), std::string::npos) << here;
+  }
+  EXPECT_TRUE(env.at("blas_libraries").is_array());
 }
 
 TEST(Environment, BlockNamesTheLibTorchItWasBuiltAgainst) {

@@ -304,19 +304,26 @@ TEST(JunitReport, EmptyRunIsValid) {
   EXPECT_EQ(attr_int(elements[0], "tests"), 0);
 }
 
-TEST(MarkdownReport, FindingsComeBeforeTheSpeedTable) {
-  const std::string md = render_markdown(mixed_report());
+TEST(MarkdownReport, TheVerdictLeadsAndFindingsAreGroupedByOp) {
+  RunReport report = mixed_report();
+  for (auto& c : report.cases) recommend(c);
+  const std::string md = render_markdown(report);
   EXPECT_EQ(md.rfind("# mpscheck report: target mps, torch 2.5.1", 0), 0u);
-  const auto findings = md.find("## Findings (6)"), speed = md.find("## Speed"), env = md.find("## Environment");
-  ASSERT_NE(findings, std::string::npos);
+  const auto verdict = md.find("## Verdict per workload class"), findings = md.find("## Findings by op (6 in 4 ops)"),
+             speed = md.find("## Speed"), env = md.find("## Environment");
+  ASSERT_NE(verdict, std::string::npos);
+  ASSERT_NE(findings, std::string::npos) << md;
   ASSERT_NE(speed, std::string::npos);
+  EXPECT_LT(verdict, findings);
   EXPECT_LT(findings, speed);
   EXPECT_LT(speed, env);
-  // The worst status leads the findings; a passing case only shows up in the speed table.
-  EXPECT_LT(md.find("| model/resnet18/train | crash |"), md.find("| op/conv/conv2d/f16/contiguous/forward | unsupported |"));
+  EXPECT_NE(md.find("| model/resnet18 | blocked |"), std::string::npos) << md;
+  // One row per op, the worst first; conv2d's row counts its dtypes' statuses, passes included.
+  EXPECT_LT(md.find("| model/resnet18 | crash | 2 of 2 |"), md.find("| op/conv/conv2d | mismatch | 2 of 3 |"));
+  EXPECT_NE(md.find("| op/conv/conv2d | mismatch | 2 of 3 | f32: 1 pass, 1 mismatch; f16: 1 unsupported |"),
+            std::string::npos) << md;
+  EXPECT_NE(md.find("| op/softmax/softmax | nan |"), std::string::npos);
   EXPECT_GT(md.find("op/conv/conv2d/f32/contiguous/forward"), speed);
-  EXPECT_NE(md.find("| op/conv/conv2d/f32/channels\\_last/forward | mismatch | 0.5 |"), std::string::npos);
-  EXPECT_NE(md.find("| op/softmax/softmax/f16/contiguous/forward | nan | NaN/Inf |"), std::string::npos);
   EXPECT_NE(md.find("| op/conv/conv2d/f32/contiguous/forward | 3.00x | faster |"), std::string::npos);
   EXPECT_NE(md.find("| **total** | **9** |"), std::string::npos);
 }
@@ -336,13 +343,20 @@ TEST(MarkdownReport, ManyTimedCasesShowTopAndBottom) {
 TEST(MarkdownReport, LongFindingListsAreCappedWorstFirst) {
   RunReport r;
   for (int i = 0; i < 70; ++i)
-    r.cases.push_back(make_case("op/add/add/f16/v" + std::to_string(i) + "/forward", Status::Unsupported, "no Half"));
-  r.cases.push_back(make_case("op/add/add/f32/crashing/forward", Status::Crash, "SIGSEGV"));
+    r.cases.push_back(make_case("op/add/op" + std::to_string(i) + "/f16/v/forward", Status::Unsupported, "no Half"));
+  r.cases.push_back(make_case("op/add/crashing/f32/v/forward", Status::Crash, "SIGSEGV"));
   const std::string md = render_markdown(r);
-  EXPECT_NE(md.find("## Findings (71)"), std::string::npos);
-  EXPECT_EQ(count_of(md, "| unsupported | - |"), 49);  // rows of the findings table
-  EXPECT_NE(md.find("| op/add/add/f32/crashing/forward | crash |"), std::string::npos);
-  EXPECT_NE(md.find("| … 21 more findings"), std::string::npos);
+  EXPECT_NE(md.find("## Findings by op (71 in 71 ops)"), std::string::npos);
+  EXPECT_EQ(count_of(md, "| unsupported | 1 of 1 |"), 59);  // rows of the grouped table
+  EXPECT_LT(md.find("| op/add/crashing | crash |"), md.find("| unsupported | 1 of 1 |"));
+  EXPECT_NE(md.find("| … 11 more ops with findings"), std::string::npos);
+  // One op's 70 variants are one row, not 70.
+  RunReport one;
+  for (int i = 0; i < 70; ++i)
+    one.cases.push_back(make_case("op/add/add/f16/v" + std::to_string(i) + "/forward", Status::Unsupported, "no Half"));
+  const std::string grouped = render_markdown(one);
+  EXPECT_NE(grouped.find("| op/add/add | unsupported | 70 of 70 | f16: 70 unsupported |"), std::string::npos);
+  EXPECT_EQ(count_of(grouped, "op/add/add/f16/v"), 1);  // only the worst case is named
 }
 
 TEST(MarkdownReport, HostileTextIsEscaped) {
@@ -351,26 +365,45 @@ TEST(MarkdownReport, HostileTextIsEscaped) {
   EXPECT_NE(md.find("&lt;script&gt;alert(\"x\")&lt;/script&gt; &amp; \\]\\]&gt;"), std::string::npos);
   EXPECT_NE(md.find("\\| \\`code\\` \\*b\\* \\_i\\_ \\[l\\](u) line2"), std::string::npos);
   EXPECT_NE(md.find("target mps&lt;x&gt;"), std::string::npos);
-  // A table row stays one line with the column count of its header.
+  // A table row stays one line with the column count of its header (the findings-by-op table's six).
   const auto row = md.find("| op/evil/");
   ASSERT_NE(row, std::string::npos);
   const std::string line = md.substr(row, md.find('\n', row) - row);
   int bars = 0;
   for (std::size_t i = 0; i < line.size(); ++i) bars += line[i] == '|' && (i == 0 || line[i - 1] != '\\');
-  EXPECT_EQ(bars, 5) << line;
+  EXPECT_EQ(bars, 7) << line;
 }
 
-TEST(HtmlReport, FindingsTableComesBeforeAnyPassingCase) {
-  const std::string html = render_html(mixed_report());
+TEST(HtmlReport, TheAnswerComesFirstAndFindingsAreGroupedByOp) {
+  RunReport report = mixed_report();
+  for (auto& c : report.cases) recommend(c);
+  const std::string html = render_html(report);
   EXPECT_EQ(html.rfind("<!DOCTYPE html>", 0), 0u);
+  const auto verdict = html.find("<section id=\"verdict\">");
   const auto findings = html.find("<section id=\"findings\">");
+  const auto speed = html.find("<section id=\"speed\">");
+  const auto environment = html.find("<section id=\"environment\">");
+  ASSERT_NE(verdict, std::string::npos);
   ASSERT_NE(findings, std::string::npos);
-  const auto first_failing = html.find("model/resnet18/train");  // crash: the worst status leads
-  const auto first_passing = html.find("op/conv/conv2d/f32/contiguous/forward");
-  EXPECT_GT(first_failing, findings);
-  EXPECT_LT(first_failing, first_passing);
-  EXPECT_LT(html.find("op/conv/conv2d/f16/contiguous/forward"), first_passing);  // unsupported is a finding too
-  EXPECT_NE(html.find("class=\"sortable findings\""), std::string::npos);
+  ASSERT_NE(environment, std::string::npos);
+  // Recommendations, then findings, then speed; the environment last.
+  EXPECT_LT(verdict, findings);
+  EXPECT_LT(findings, speed);
+  EXPECT_LT(speed, environment);
+  EXPECT_NE(html.find("<span class=\"rec r-0\">blocked</span>", verdict), std::string::npos);
+  // The worst group leads (crash), and a passing case is never a findings row, only a matrix cell.
+  const auto first_group = html.find("<details class=\"group\"", findings);
+  EXPECT_EQ(html.find("<details class=\"group\" data-op=\"model/resnet18\"", findings), first_group);
+  const std::string passing_row = "<td class=\"id\">op/conv/conv2d/f32/contiguous/forward</td>";
+  EXPECT_GT(html.find(passing_row), speed);
+  // conv2d's group: f32 passes and f16 is unsupported, both in its matrix.
+  const auto conv = html.find("data-op=\"op/conv/conv2d\"", findings);
+  ASSERT_NE(conv, std::string::npos);
+  const auto conv_end = html.find("</details>\n<details class=\"group\"", conv);
+  const std::string group = html.substr(conv, conv_end == std::string::npos ? std::string::npos : conv_end - conv);
+  EXPECT_NE(group.find("title=\"op/conv/conv2d/f16/contiguous/forward: unsupported\""), std::string::npos) << group;
+  EXPECT_NE(group.find("title=\"op/conv/conv2d/f32/contiguous/forward: pass\""), std::string::npos) << group;
+  EXPECT_NE(html.find("class=\"findings\""), std::string::npos);
   EXPECT_NE(html.find("addEventListener('click'"), std::string::npos);
 }
 
