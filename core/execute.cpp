@@ -367,7 +367,8 @@ void judge_case(const Workload& w, const ExecuteOptions& options, const Outputs&
 // statistics). A fresh instance, not a second run() of the first: a model that normalises its
 // input in place would otherwise differ from itself by construction. A re-run that throws
 // measures nothing.
-std::map<std::string, double> reference_spreads(const Workload& w, const std::function<std::unique_ptr<Instance>()>& make,
+std::map<std::string, double> reference_spreads(const Workload& w,
+                                                const std::function<std::unique_ptr<Instance>()>& make,
                                                 const Outputs& ref_out, WarningRecorder& warnings) {
   std::map<std::string, double> spreads;
   if (w.is_random()) return spreads;

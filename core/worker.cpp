@@ -368,7 +368,8 @@ CaseResult Runner::run(const std::string& id, double timeout_s, bool time) {
   const long offset = ::fstat(log_fd_, &sb) == 0 ? static_cast<long>(sb.st_size) : 0;
   std::string line, phase;
   using Clock = std::chrono::steady_clock;
-  const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_s));
+  const auto deadline =
+      Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_s));
   const auto left = [&] { return std::max(0.0, std::chrono::duration<double>(deadline - Clock::now()).count()); };
   ReadResult rr = ReadResult::Eof;
   if (write_all(to_worker_, nlohmann::json(CaseRequest{id, time}).dump() + "\n")) {

@@ -19,7 +19,8 @@ class OwnedModels : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     dir_ = fresh_dir("owned-models");
-    const auto r = run_shell(std::string("python3 ") + MPSCHECK_SOURCE_DIR + "/tests/fixtures/export_owned_models.py .", dir_);
+    const std::string script = std::string(MPSCHECK_SOURCE_DIR) + "/tests/fixtures/export_owned_models.py";
+    const auto r = run_shell("python3 " + script + " .", dir_);
     log_ = r.out + r.err;
     exported_ = r.exit_code == 0;
   }
