@@ -33,8 +33,10 @@ struct RunnerOptions {
   // After SIGKILL: how long to wait for the kernel to reap it. A worker stuck in the kernel (a
   // wedged GPU driver) is abandoned after this instead of hanging the run.
   double kill_wait_s = 10;
-  // Accelerator targets: a case that ends in `error` may leave a sticky device error (CUDA's, a
-  // wedged MPS queue) that would poison every later case, so the next case gets a fresh worker.
+  // Accelerator targets: any target failure (error, mismatch, nan) may leave the device in a bad
+  // state (a wedged MPS queue), so the next case gets a fresh worker. A sticky device error (CUDA's
+  // sticky codes, a failed Metal command buffer) gets one on every target (needs_fresh_worker in
+  // checks/errors.hpp).
   bool fresh_worker_after_error = false;
 };
 

@@ -140,6 +140,9 @@ std::string finding_detail(const CaseResult& c) {
   d += fmt::format("target: {}{}\n", c.target.empty() ? "?" : c.target, c.dtype.empty() ? "" : " (computed in " + c.dtype + ")");
   if (c.rtol > 0 || c.atol > 0) d += fmt::format("tolerance: rtol {} atol {}\n", format_figure(c.rtol), format_figure(c.atol));
   if (!c.signal.empty()) d += fmt::format("signal: {}\n", c.signal);
+  if (!c.phase.empty())
+    d += fmt::format("failed in the {} phase{}\n", c.phase,
+                     c.phase == "target" ? "" : " (mpscheck's own run, not the target's)");
   for (const auto& o : c.outputs) {
     if (o.ok) continue;
     d += fmt::format("output {} {} {}: max abs error {}, max rel error {}, {} of {} elements outside tolerance\n", o.name,

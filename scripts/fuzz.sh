@@ -27,7 +27,7 @@ while (($#)); do
     *) names+=("$1"); shift ;;
   esac
 done
-all=(input_spec target_spec expectations report_json journal worker_protocol)
+all=(input_spec target_spec expectations report_json journal worker_protocol host_text elf_deps)
 ((${#names[@]})) || names=("${all[@]}")
 
 clangxx=$(command -v clang++-14 || command -v clang++ || true)
