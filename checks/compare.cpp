@@ -777,7 +777,10 @@ OutputReport compare_statistics(const std::string& name, const at::Tensor& refer
   // The difference of two samples of one distribution has sqrt(2) times one sample's standard
   // error; the reference's sample is the one trusted to measure it.
   const at::Tensor se = std::sqrt(2.0) * se_r;
-  const at::Tensor allowed = sigmas * se + unit * r.abs();
+  // Rounding moves a sampled statistic (a mean, a fraction) by a few units of its own size; a
+  // statistic with no sampling error (an extreme, a scale-back error) by a few units of the
+  // sample's values, taken as at least 1.
+  const at::Tensor allowed = sigmas * se + unit * at::where(se_r > 0, r.abs(), at::clamp_min(r.abs(), 1.0));
   const at::Tensor diff = (t - r).abs();
   // Non-finite statistics must agree exactly (compare_tensors above counted them).
   const at::Tensor bad = at::where(r.isfinite() & t.isfinite(), diff > allowed, ~(r.eq(t) | (r.isnan() & t.isnan())));
@@ -982,6 +985,11 @@ Attribution attribute_with_gold(const at::Tensor& gold, const at::Tensor& refere
   // Pass 2: every element outside the plain tolerance against the float32 reference must be
   // within what float32 (or the rounded baseline) makes there, or the dtype's rounding there.
   const double global_spread = kSpreadMultiplier * a.baseline + tol.atol;
+  // The rounding of the target's storage below its normal range: its smallest subnormal.
+  const double tiny = target.scalar_type() == at::kHalf       ? std::ldexp(1.0, -24)
+                      : target.scalar_type() == at::kBFloat16 ? std::ldexp(1.0, -133)
+                      : target.scalar_type() == at::kFloat    ? std::ldexp(1.0, -149)
+                                                              : 0.0;
   for_each_chunk([&](std::int64_t begin, std::int64_t len, const double* g, const double* r, const double* t,
                      const double* b) {
     for (std::int64_t i = 0; i < len; ++i) {
@@ -1001,8 +1009,10 @@ Attribution attribute_with_gold(const at::Tensor& gold, const at::Tensor& refere
         const double err = std::abs(t[i] - g[i]);
         if (std::isfinite(r[i]) && std::abs(t[i] - r[i]) <= tol.atol + tol.rtol * std::abs(r[i])) continue;
         const double local = local_error(g[i], r[i], b[i]);
-        const double spread = reduced ? kSpreadMultiplier * pooled[magnitude_bin(g[i])] : global_spread;
-        allowed = kElementMultiplier * local + spread + kRoundingUnits * u * std::abs(g[i]);
+        // Reduced precision: the local spread, plus the fast path's atol (scale-relative, and 0 for
+        // outputs of one rounding per element).
+        const double spread = reduced ? kSpreadMultiplier * pooled[magnitude_bin(g[i])] + tol.atol : global_spread;
+        allowed = kElementMultiplier * local + spread + tol.chains * kRoundingUnits * (u * std::abs(g[i]) + tiny);
         bad = err > allowed;
       }
       if (!bad) continue;

@@ -10,6 +10,10 @@ namespace mpscheck {
 struct Tolerance {
   double rtol = 0;
   double atol = 0;
+  // The float64 judge's rounding term, in multiples of one rounding chain (checks/compare.hpp,
+  // kRoundingUnits): 2 for the gradients of a float16/bfloat16 target, which round the saved
+  // forward output and the incoming gradient before the product is rounded again.
+  double chains = 1;
 };
 
 // Tolerance for comparing a target computing in `dtype` against the CPU float32 reference, for a
@@ -23,17 +27,26 @@ Tolerance tolerance_for(const std::string& family, c10::ScalarType dtype);
 // The fast path's rtol for float16/bfloat16, in units of the dtype's unit roundoff: an element
 // within it is within the float64 rule's kRoundingUnits * u * |g| + 3 * |r - g| (checks/compare.hpp).
 constexpr double kPlainRoundingUnits = 4;
-// The fast path's atol for float16/bfloat16 outputs of families that accumulate (dot products,
-// reductions, networks): this many rounding units of the output's RMS, because an element that
-// sums many terms carries the rounding of its terms, not of itself. An output of scale 1e-3 (a
-// parameter update) is judged at 1e-3, never under a fixed atol. Families of one rounding per
-// element (elementwise, activation, softmax, pool, indexing, shape) keep atol 0: their honest
-// error is relative to the element, and a small element 2x off must reach the float64 judge.
-constexpr double kScaleRoundingUnits = 4;
+// The fast path's atol for float16/bfloat16 outputs that accumulate (dot products, reductions,
+// networks, and every gradient, which backward kernels scatter-add): this many rounding units of
+// the output's RMS, because an element that sums many terms carries the rounding of its terms, not
+// of itself. An output of scale 1e-3 (a parameter update) is judged at 1e-3, never under a fixed
+// atol. The forward outputs of families of one rounding per element (elementwise, activation,
+// softmax, pool, indexing, shape) keep atol 0: their honest error is relative to the element, and
+// a small element 2x off must reach the float64 judge, which also allows this atol (no more).
+constexpr double kScaleRoundingUnits = 8;
 
-// `tol` for one output of a float16/bfloat16 target of tolerance family `family` whose reference
-// has RMS `scale` (finite elements): see kScaleRoundingUnits. The atol never drops below tol.atol
-// (a reference that differs from itself). Other dtypes keep `tol`.
-Tolerance scaled_to_output(const Tolerance& tol, const std::string& family, c10::ScalarType dtype, double scale);
+// Whether output `output` (a name such as "out" or "grad/x") of a case of tolerance family
+// `family` accumulates, in the sense above. The gradients of pool, indexing, shape and softmax ops
+// do (windows, gathers, pads and the softmax's row sum are scatter-added or reduced); those of
+// elementwise and activation ops are products of rounded factors, judged element by element.
+bool accumulates(const std::string& family, const std::string& output);
+
+// `tol` for one output of a float16/bfloat16 target whose reference has RMS `scale` (finite
+// elements): atol becomes kScaleRoundingUnits * u * scale when the output accumulates, and stays
+// otherwise; never below tol.atol (a reference that differs from itself). A gradient ("grad/...")
+// gets two rounding chains (Tolerance::chains). Other dtypes keep `tol`.
+Tolerance scaled_to_output(const Tolerance& tol, c10::ScalarType dtype, double scale, const std::string& family,
+                           const std::string& output);
 
 }  // namespace mpscheck

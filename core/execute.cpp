@@ -277,7 +277,8 @@ void judge_case(const Workload& w, const ExecuteOptions& options, const Outputs&
       // Reduced precision: the plain tolerance's atol is a few rounding units of this output's own
       // scale, and a signed bias the elements hide is screened for and sent to float64.
       const bool reduced = dtype == c10::kHalf || dtype == c10::kBFloat16;
-      if (reduced) tols[o.name] = scaled_to_output(tols[o.name], w.family(), dtype, finite_rms(o.value));
+      if (reduced)
+        tols[o.name] = scaled_to_output(tols[o.name], dtype, finite_rms(o.value), w.family(), o.name);
       rep = compare_tensors(o.name, o.value, tv, tols[o.name], dtype);
       if (reduced && rep.ok && tv.defined() && tv.is_floating_point() && o.value.is_floating_point()) {
         const SignedBias b = signed_bias(o.value, tv);
