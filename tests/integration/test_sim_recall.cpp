@@ -103,7 +103,8 @@ TEST_P(SimRecall, CatalogFindsThePlantedBugAndNothingElse) {
     for (const auto& c : report.at("cases")) {
       const std::string status = c.at("status").get<std::string>();
       if (status != "pass" && status != "skip" && !c.value("expected", false))
-        findings.push_back(c.at("id").get<std::string>() + " (" + status + ": " + shorten(c.value("message", "")) + ")");
+        findings.push_back(c.at("id").get<std::string>() + " (" + status + ": " + shorten(c.value("message", "")) +
+                           ")");
     }
     EXPECT_GT(report.at("cases").size(), 0u);
     EXPECT_TRUE(findings.empty()) << p.bug << ": honest rounding reported: " << ::testing::PrintToString(findings);
