@@ -1011,7 +1011,8 @@ Attribution attribute_with_gold(const at::Tensor& gold, const at::Tensor& refere
         const double local = local_error(g[i], r[i], b[i]);
         // Reduced precision: the local spread, plus the fast path's atol (scale-relative, and 0 for
         // outputs of one rounding per element).
-        const double spread = reduced ? kSpreadMultiplier * pooled[magnitude_bin(g[i])] + tol.atol : global_spread;
+        const double spread =
+            reduced && !tol.trajectory ? kSpreadMultiplier * pooled[magnitude_bin(g[i])] + tol.atol : global_spread;
         allowed = kElementMultiplier * local + spread + tol.chains * kRoundingUnits * (u * std::abs(g[i]) + tiny);
         bad = err > allowed;
       }
@@ -1027,7 +1028,7 @@ Attribution attribute_with_gold(const at::Tensor& gold, const at::Tensor& refere
   });
 
   // The bias rule: a systematic error that honest rounding does not show.
-  if (reduced && magnitude > 0 && std::isfinite(magnitude)) {
+  if (reduced && !tol.trajectory && magnitude > 0 && std::isfinite(magnitude)) {
     a.bias_target = bias_t / magnitude;
     a.bias_honest = std::max(std::abs(bias_r), std::abs(bias_b)) / magnitude;
     const double count = static_cast<double>(std::max<std::int64_t>(honest.n, 1));

@@ -14,6 +14,12 @@ struct Tolerance {
   // kRoundingUnits): 2 for the gradients of a float16/bfloat16 target, which round the saved
   // forward output and the incoming gradient before the product is rounded again.
   double chains = 1;
+  // A training trajectory's output (a loss after optimizer steps, a parameter after them) on a
+  // float16/bfloat16 target: rounding compounds through the steps, and neither float32 nor the
+  // rounded-input baseline follows the dtype's trajectory, so these keep the family's old plain
+  // tolerance and the float64 judge's whole-output spread, with no bias rule. Parameter updates and
+  // first-step gradients are judged as outputs in their own right by the reduced-precision rule.
+  bool trajectory = false;
 };
 
 // Tolerance for comparing a target computing in `dtype` against the CPU float32 reference, for a
@@ -48,5 +54,9 @@ bool accumulates(const std::string& family, const std::string& output);
 // gets two rounding chains (Tolerance::chains). Other dtypes keep `tol`.
 Tolerance scaled_to_output(const Tolerance& tol, c10::ScalarType dtype, double scale, const std::string& family,
                            const std::string& output);
+
+// Whether `output` of a case of tolerance family `family` is a training trajectory (Tolerance::trajectory):
+// "loss/..." and "param/..." outputs of "train" cases.
+bool is_trajectory(const std::string& family, const std::string& output);
 
 }  // namespace mpscheck

@@ -86,7 +86,8 @@ TEST(SimRun, CleanDevicePassesAndTimesEveryPlannedCase) {
   const auto r = run_mpscheck(
       on_sim({"--filter", "op/(conv/conv2d|activation/gelu|linalg/linear|softmax/softmax|indexing/index_select|"
                           "random/dropout|norm/layer_norm/f32|pool/max_pool2d|fft/stft)|model/(mlp|mnist_cnn|lenet5)/",
-              "--min-time", "0.01"}),
+              // CPU float16/bfloat16 kernels that expectations/sim-libtorch-2.13.expect lists (issue 22).
+              "--filter", "-op/softmax/softmax_(dim0|masked)/(bf16|f16)/.*/backward", "--min-time", "0.01"}),
       dir);
   EXPECT_EQ(r.exit_code, 0) << r.err;
   const auto report = read_json_file(dir + "/mpscheck-report/report.json");
