@@ -62,7 +62,7 @@ TEST_F(OwnedModels, AModelThatNormalisesItsInputInPlaceIsCheckedOnAFreshInstance
     const auto c = run_case(std::string("stateful-") + target, model("stateful"), "float32[10,16]", target);
     EXPECT_EQ(c["status"], "mismatch") << target << ": " << c.dump();
     EXPECT_FALSE(c["nondeterministic"].get<bool>()) << target;
-    EXPECT_EQ(c["atol"].get<double>(), 5e-2) << target;  // the plain model tolerance, not a spread
+    EXPECT_LE(c["atol"].get<double>(), 5e-2) << target;  // at most the plain model tolerance, never a spread
     ASSERT_NE(output_named(c, "out"), nullptr);
     // Of the 80 planted elements, those near zero stay inside the atol.
     const int bad = (*output_named(c, "out"))["mismatches"].get<int>();
