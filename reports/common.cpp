@@ -80,6 +80,18 @@ GroupPlace group_place(const std::string& id) {
 }
 }  // namespace
 
+std::vector<RankedClass> classes_blocked_first(const RunReport& report) {
+  std::vector<RankedClass> out;
+  for (const auto& [name, summary] : summarize_classes(report.cases)) {
+    const std::string r = summary.recommendation();
+    const int rank = r == to_string(Recommendation::Blocked) ? 0 : r == to_string(Recommendation::Accelerate) ? 1
+                     : r == to_string(Recommendation::KeepOnCpu) ? 2 : 3;
+    out.push_back({name, summary, rank});
+  }
+  std::stable_sort(out.begin(), out.end(), [](const RankedClass& a, const RankedClass& b) { return a.rank < b.rank; });
+  return out;
+}
+
 std::vector<OpGroup> findings_by_op(const RunReport& report) {
   std::map<std::string, OpGroup> groups;
   for (const auto& c : report.cases) {

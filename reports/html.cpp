@@ -303,32 +303,18 @@ std::string figure_cell(double v) {
 // The recommendation per workload class, blocked classes first, and the totals by status.
 std::string verdict_section(const RunReport& report, const std::map<Status, int>& counts) {
   std::string h = "<section id=\"verdict\">\n<h2>Verdict per workload class</h2>\n";
-  const auto classes = summarize_classes(report.cases);
-  std::vector<std::pair<std::string, ClassSummary>> rows(classes.begin(), classes.end());
-  auto rank = [](const std::string& r) {
-    return r == to_string(Recommendation::Blocked) ? 0 : r == to_string(Recommendation::Accelerate) ? 1
-           : r == to_string(Recommendation::KeepOnCpu) ? 2 : 3;
-  };
-  std::stable_sort(rows.begin(), rows.end(), [&](const auto& a, const auto& b) {
-    return rank(a.second.recommendation()) < rank(b.second.recommendation());
-  });
-  int blocked = 0, accelerate = 0, keep = 0;
-  for (const auto& [name, c] : rows) {
-    const std::string r = c.recommendation();
-    blocked += r == to_string(Recommendation::Blocked);
-    accelerate += r == to_string(Recommendation::Accelerate);
-    keep += r == to_string(Recommendation::KeepOnCpu);
-  }
+  const std::vector<RankedClass> rows = classes_blocked_first(report);
+  int by_rank[4] = {0, 0, 0, 0};
+  for (const auto& c : rows) ++by_rank[c.rank];
   h += fmt::format("<p class=\"answer\">{} workload class{} blocked, {} to accelerate, {} to keep on the CPU.</p>\n",
-                   blocked, blocked == 1 ? "" : "es", accelerate, keep);
+                   by_rank[0], by_rank[0] == 1 ? "" : "es", by_rank[1], by_rank[2]);
   h += "<table class=\"sortable classes\"><thead><tr><th>workload class</th><th>recommendation</th>"
        "<th>accelerate</th><th>keep on CPU</th><th>blocked</th></tr></thead><tbody>\n";
-  for (const auto& [name, c] : rows) {
-    const std::string r = c.recommendation();
+  for (const auto& c : rows)
     h += fmt::format("<tr><td class=\"id\">{}</td><td data-v=\"{}\"><span class=\"rec r-{}\">{}</span></td>"
                      "<td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td></tr>\n",
-                     html_escape(name), rank(r), rank(r), html_escape(r), c.accelerate, c.keep_on_cpu, c.blocked);
-  }
+                     html_escape(c.name), c.rank, c.rank, html_escape(c.summary.recommendation()), c.summary.accelerate,
+                     c.summary.keep_on_cpu, c.summary.blocked);
   h += "</tbody></table>\n<div class=\"totals\">";
   for (const Status st : kStatusOrder)
     if (counts.count(st))

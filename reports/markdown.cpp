@@ -44,24 +44,16 @@ std::string render_markdown(const RunReport& report) {
     md += markdown_escape(report.run.at("dtypes").get<std::string>()) + ".\n\n";
 
   // The answer first: the recommendation per workload class, blocked classes first.
-  const auto classes = summarize_classes(report.cases);
-  if (!classes.empty()) {
-    std::vector<std::pair<std::string, ClassSummary>> rows(classes.begin(), classes.end());
-    auto rank = [](const std::string& r) {
-      return r == to_string(Recommendation::Blocked) ? 0 : r == to_string(Recommendation::Accelerate) ? 1
-             : r == to_string(Recommendation::KeepOnCpu) ? 2 : 3;
-    };
-    std::stable_sort(rows.begin(), rows.end(), [&](const auto& a, const auto& b) {
-      return rank(a.second.recommendation()) < rank(b.second.recommendation());
-    });
+  const std::vector<RankedClass> rows = classes_blocked_first(report);
+  if (!rows.empty()) {
     int by_rank[4] = {0, 0, 0, 0};
-    for (const auto& [name, c] : rows) ++by_rank[rank(c.recommendation())];
+    for (const auto& c : rows) ++by_rank[c.rank];
     md += "## Verdict per workload class\n\n";
     md += fmt::format("**{} blocked, {} to accelerate, {} to keep on the CPU.**\n\n", by_rank[0], by_rank[1], by_rank[2]);
     md += "| Workload class | Recommendation | Accelerate | Keep on CPU | Blocked |\n|---|---|---:|---:|---:|\n";
     for (std::size_t i = 0; i < rows.size() && i < kClassRowsMax; ++i)
-      md += fmt::format("| {} | {} | {} | {} | {} |\n", markdown_escape(rows[i].first), rows[i].second.recommendation(),
-                        rows[i].second.accelerate, rows[i].second.keep_on_cpu, rows[i].second.blocked);
+      md += fmt::format("| {} | {} | {} | {} | {} |\n", markdown_escape(rows[i].name), rows[i].summary.recommendation(),
+                        rows[i].summary.accelerate, rows[i].summary.keep_on_cpu, rows[i].summary.blocked);
     if (rows.size() > kClassRowsMax)
       md += fmt::format("| … {} more classes (in the HTML report) | | | | |\n", rows.size() - kClassRowsMax);
     md += "\n";

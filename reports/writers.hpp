@@ -5,6 +5,8 @@
 
 #include "reports/report.hpp"
 
+#include "checks/recommend.hpp"
+
 #include <map>
 #include <string>
 #include <utility>
@@ -57,6 +59,15 @@ struct OpGroup {
 };
 // Groups with at least one finding, the worst status first, then by the number of findings, then by key.
 std::vector<OpGroup> findings_by_op(const RunReport& report);
+
+// The workload classes (checks/recommend.hpp) with their summaries, blocked first, then accelerate,
+// keep on CPU and not checked; `rank` of each is that order's index (0 = blocked).
+struct RankedClass {
+  std::string name;
+  ClassSummary summary;
+  int rank = 3;
+};
+std::vector<RankedClass> classes_blocked_first(const RunReport& report);
 
 // Largest max-abs (max-rel) error over the case's outputs; infinity when the target produced
 // NaN/Inf the reference did not; a negative value when the case has no outputs.
