@@ -363,11 +363,7 @@ std::vector<PlannedCase> plan_cases(const Config& cfg, const std::vector<Registe
   for (size_t i = 0; i < all.size(); ++i) {
     // Only where both declare the dtypes their ids say (a plugin's own id scheme may not).
     if (twin[i] && all[i].workload->dtype() == c10::kFloat) {
-      OpIdParts p;
-      parse_op_id(all_ids[i], &p);
-      const std::string other = "op/" + p.family + '/' + p.op + '/' + reduced_short + '/' + p.variant +
-                                (p.direction.empty() ? "" : '/' + p.direction);
-      if (by_id.at(other)->dtype() == reduced) {
+      if (by_id.at(reduced_twin_id(all_ids[i], reduced_short))->dtype() == reduced) {
         ++*twins;
         continue;
       }

@@ -21,16 +21,19 @@ bool parse_op_id(const std::string& id, OpIdParts* parts) {
   return true;
 }
 
+std::string reduced_twin_id(const std::string& id, const std::string& reduced_short) {
+  OpIdParts p;
+  if (reduced_short.empty() || !parse_op_id(id, &p) || p.dtype != "f32") return {};
+  return "op/" + p.family + '/' + p.op + '/' + reduced_short + '/' + p.variant +
+         (p.direction.empty() ? "" : '/' + p.direction);
+}
+
 std::vector<bool> same_computation_twins(const std::vector<std::string>& ids, const std::string& reduced_short) {
   std::vector<bool> twin(ids.size(), false);
-  if (reduced_short.empty()) return twin;
   const std::set<std::string> selected(ids.begin(), ids.end());
   for (size_t i = 0; i < ids.size(); ++i) {
-    OpIdParts p;
-    if (!parse_op_id(ids[i], &p) || p.dtype != "f32") continue;
-    const std::string other = "op/" + p.family + '/' + p.op + '/' + reduced_short + '/' + p.variant +
-                              (p.direction.empty() ? "" : '/' + p.direction);
-    twin[i] = selected.count(other) > 0;
+    const std::string other = reduced_twin_id(ids[i], reduced_short);
+    twin[i] = !other.empty() && selected.count(other) > 0;
   }
   return twin;
 }

@@ -23,6 +23,8 @@ bool parse_op_id(const std::string& id, OpIdParts* parts);
 // for an f32 case whose twin is among `ids`: it is run and reported once, under the twin's id,
 // which names the dtype that ran. `reduced_short` is the twin's dtype segment, empty for a target
 // that computes float32 cases in float32 (then nothing is a twin).
+// The twin of an f32 op id in the dtype `reduced_short` ("bf16", "f16"); empty for any other id.
+std::string reduced_twin_id(const std::string& id, const std::string& reduced_short);
 std::vector<bool> same_computation_twins(const std::vector<std::string>& ids, const std::string& reduced_short);
 
 // `timed[i]` for `ids[i]` (kinds: true for a model case). Without quick every case is timed;
