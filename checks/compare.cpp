@@ -878,7 +878,8 @@ int magnitude_bin(double g) {
 }  // namespace
 
 Attribution attribute_with_gold(const at::Tensor& gold, const at::Tensor& reference, const at::Tensor& target,
-                                c10::ScalarType target_dtype, const Tolerance& tol, const at::Tensor& rounded) {
+                                c10::ScalarType target_dtype, const Tolerance& tol, const at::Tensor& rounded,
+                                const at::Tensor& witness) {
   Attribution a;
   if (!gold.defined() || !reference.defined() || !target.defined() || gold.sizes() != target.sizes() ||
       gold.sizes() != reference.sizes())
@@ -888,6 +889,7 @@ Attribution attribute_with_gold(const at::Tensor& gold, const at::Tensor& refere
     return a;  // integers are exact contracts and complex values have no gold rule: never forgiven
   at::NoGradGuard no_grad;
   const bool reduced = is_reduced(target_dtype);
+  a.witnessed = reduced && witness.defined() && witness.sizes() == gold.sizes();
   a.dtype = target_dtype == c10::kHalf ? "float16" : target_dtype == c10::kBFloat16 ? "bfloat16" : "float32";
   const std::int64_t n = gold.numel();
   const at::Tensor g_all = gold.detach().to(at::kCPU).reshape({-1});
@@ -895,6 +897,11 @@ Attribution attribute_with_gold(const at::Tensor& gold, const at::Tensor& refere
   const at::Tensor t_all = target.detach().to(at::kCPU).reshape({-1});
   const bool usable = rounded.defined() && rounded.sizes() == gold.sizes();
   const at::Tensor b_all = usable ? rounded.detach().to(at::kCPU).reshape({-1}) : g_all;
+  // The CPU's own run in the target dtype (accelerator targets only): every intermediate rounded
+  // as an honest device rounds it. Without one, the witness is gold itself and adds nothing.
+  const bool witnessed = reduced && witness.defined() && witness.sizes() == gold.sizes() &&
+                         c10::isFloatingType(witness.scalar_type());
+  const at::Tensor w_all = witnessed ? witness.detach().to(at::kCPU).reshape({-1}) : g_all;
   const c10::ScalarType rounding_dtype =
       reduced ? target_dtype : target.scalar_type() == at::kDouble ? at::kFloat : target.scalar_type();
   const double u = unit_roundoff(rounding_dtype);
@@ -911,32 +918,38 @@ Attribution attribute_with_gold(const at::Tensor& gold, const at::Tensor& refere
     return c.to(at::kDouble).contiguous();
   };
   // Hands `pass` each chunk: its first element's index, its length, and its gold, reference,
-  // target and baseline elements.
+  // target, baseline and witness elements.
   auto for_each_chunk = [&](auto&& pass) {
     for (std::int64_t begin = 0; begin < n; begin += kChunk) {
       const std::int64_t len = std::min(kChunk, n - begin);
       const at::Tensor gc = chunk(g_all, begin, len, false), rc = chunk(r_all, begin, len, false),
-                       tc = chunk(t_all, begin, len, false), bc = chunk(b_all, begin, len, reduced);
+                       tc = chunk(t_all, begin, len, false), bc = chunk(b_all, begin, len, reduced),
+                       wc = chunk(w_all, begin, len, false);
       pass(begin, len, gc.const_data_ptr<double>(), rc.const_data_ptr<double>(), tc.const_data_ptr<double>(),
-           bc.const_data_ptr<double>());
+           bc.const_data_ptr<double>(), wc.const_data_ptr<double>());
     }
   };
   const double inf = std::numeric_limits<double>::infinity();
-  // The honest error at an element: float32's, and for reduced precision the rounded baseline's.
-  auto local_error = [&](double g, double r, double b) {
+  // The honest error at an element: float32's, and for reduced precision the rounded baseline's
+  // and the witness's.
+  auto local_error = [&](double g, double r, double b, double w) {
     double local = std::isfinite(r) ? std::abs(r - g) : 0.0;
     if (reduced && std::isfinite(b)) local = std::max(local, std::abs(b - g));
+    if (reduced && std::isfinite(w)) local = std::max(local, std::abs(w - g));
     return local;
   };
 
   // Pass 1: the RMSEs (each over the elements where gold is representable and that side finite),
   // the honest error per magnitude bin, and the signed sums of the bias rule.
-  ScaledSquares sr, st, sb, honest;
+  ScaledSquares sr, st, sb, sw, sg, honest;
   std::vector<ScaledSquares> bins(reduced ? kBins : 0);
-  double bias_t = 0, bias_r = 0, bias_b = 0, magnitude = 0;
+  std::vector<double> bin_max(reduced ? kBins : 0, 0.0);
+  // Per magnitude bin, for the band rule: the target's errors and the elements' magnitudes.
+  std::vector<ScaledSquares> target_bins(reduced ? kBins : 0), gold_bins(reduced ? kBins : 0);
+  double bias_t = 0, bias_r = 0, bias_b = 0, bias_w = 0, magnitude = 0;
   bool r_nonfinite = false, t_nonfinite = false;
   for_each_chunk([&](std::int64_t, std::int64_t len, const double* g, const double* r, const double* t,
-                     const double* b) {
+                     const double* b, const double* w) {
     for (std::int64_t i = 0; i < len; ++i) {
       if (!representable(g[i])) {
         // No part in the sums; a side that is non-finite there still has an infinite RMSE, as a figure.
@@ -950,8 +963,14 @@ Attribution attribute_with_gold(const at::Tensor& gold, const at::Tensor& refere
       else t_nonfinite = true;
       if (!reduced) continue;
       if (std::isfinite(b[i])) sb.add(b[i] - g[i]), bias_b += (b[i] - g[i]) * sign;
-      const double local = local_error(g[i], r[i], b[i]);
-      bins[magnitude_bin(g[i])].add(local);
+      if (witnessed && std::isfinite(w[i])) sw.add(w[i] - g[i]), bias_w += (w[i] - g[i]) * sign;
+      sg.add(g[i]);
+      const double local = local_error(g[i], r[i], b[i], w[i]);
+      const int bin = magnitude_bin(g[i]);
+      bins[bin].add(local);
+      bin_max[bin] = std::max(bin_max[bin], local);
+      gold_bins[bin].add(g[i]);
+      target_bins[bin].add(std::isfinite(t[i]) ? t[i] - g[i] : 0.0);
       honest.add(local);
       magnitude += std::abs(g[i]);
     }
@@ -959,26 +978,65 @@ Attribution attribute_with_gold(const at::Tensor& gold, const at::Tensor& refere
   a.measured = true;
   a.rmse_reference = r_nonfinite ? inf : sr.rms();
   a.rmse_target = t_nonfinite ? inf : st.rms();
-  a.baseline = std::max(sr.rms(), reduced ? sb.rms() : 0.0);
+  a.baseline = std::max({sr.rms(), reduced ? sb.rms() : 0.0, witnessed ? sw.rms() : 0.0});
   a.multiplier = (reduced || n < 32) ? 3.0 : 2.0;
   // Non-finite target elements are judged one by one below; the RMSE rule takes the finite ones.
-  a.rmse_ok = st.rms() <= a.multiplier * a.baseline + tol.atol;
+  // Reduced precision also allows, in aggregate, what the per-element rule allows each element for
+  // the dtype's own rounding (a few units of |g|): an honest kernel may round each element
+  // differently from the baseline, by a unit or two.
+  const double rounding_rms = reduced ? tol.chains * kRoundingUnits * u * sg.rms() : 0.0;
+  a.rmse_ok = st.rms() <= a.multiplier * a.baseline + tol.atol + rounding_rms;
 
   // Reduced precision: the spread allowed at a magnitude is the honest error of the elements of
-  // that magnitude and below (pooled upwards until there are kMinMagnitudePool of them).
+  // that magnitude and below (pooled upwards until there are kMinMagnitudePool of them): the larger
+  // of kSpreadMultiplier times their RMS and kPeakMultiplier times the largest of them. The RMS
+  // alone undersells a cancellation: there honest errors are set by the terms, not the result, and
+  // one honest run's error at an element does not bound another's, only the largest error the
+  // honest runs show at that magnitude does.
   std::vector<double> pooled(reduced ? kBins : 0, 0.0);
   if (reduced) {
     std::vector<ScaledSquares> below(kBins);
+    std::vector<double> peak_below(kBins, 0.0);
     for (int k = 0; k < kBins; ++k) {
-      if (k > 0) below[k] = below[k - 1];
+      if (k > 0) below[k] = below[k - 1], peak_below[k] = peak_below[k - 1];
       below[k].merge(bins[k]);
+      peak_below[k] = std::max(peak_below[k], bin_max[k]);
     }
     const std::int64_t need = std::min<std::int64_t>(kMinMagnitudePool, below[kBins - 1].n);
     int up = 0;
     for (int k = 0; k < kBins; ++k) {
       up = std::max(up, k);
       while (up < kBins - 1 && below[up].n < need) ++up;
-      pooled[k] = below[up].rms();
+      pooled[k] = std::max(kSpreadMultiplier * below[up].rms(), kPeakMultiplier * peak_below[up]);
+    }
+  }
+
+  // The band rule: the target's RMS error over a band of magnitudes (binades grouped from the
+  // smallest until kMinMagnitudePool elements) is within kBandMultiplier times the honest RMS
+  // error there, plus the dtype's rounding of those elements. A band of elements all wrong by
+  // half their value fails it even where the per-element rule's pooled peak, set by an honest
+  // cancellation at that magnitude, forgives each one.
+  if (reduced && !tol.trajectory) {
+    ScaledSquares band_t, band_h, band_g;
+    int band_first = -1;
+    for (int k = 0; k < kBins; ++k) {
+      if (target_bins[k].n == 0) continue;
+      if (band_first < 0) band_first = k;
+      band_t.merge(target_bins[k]), band_h.merge(bins[k]), band_g.merge(gold_bins[k]);
+      if (band_t.n < kMinMagnitudePool && k < kBins - 1) continue;
+      const double allowed = kBandMultiplier * band_h.rms() + tol.chains * kRoundingUnits * u * band_g.rms();
+      const double excess = allowed > 0 ? band_t.rms() / allowed : (band_t.rms() > 0 ? inf : 0.0);
+      if (band_t.rms() > allowed && excess > a.band_excess) {
+        a.band_ok = false;
+        a.band_excess = excess;
+        a.band_low = band_first <= 0 ? 0.0 : std::ldexp(1.0, band_first - kBinOffset - 1);
+        a.band_high = std::ldexp(1.0, k - kBinOffset);
+        a.band_target_rms = band_t.rms();
+        a.band_allowed = allowed;
+        a.band_count = band_t.n;
+      }
+      band_t = band_h = band_g = ScaledSquares{};
+      band_first = -1;
     }
   }
 
@@ -991,7 +1049,7 @@ Attribution attribute_with_gold(const at::Tensor& gold, const at::Tensor& refere
                       : target.scalar_type() == at::kFloat    ? std::ldexp(1.0, -149)
                                                               : 0.0;
   for_each_chunk([&](std::int64_t begin, std::int64_t len, const double* g, const double* r, const double* t,
-                     const double* b) {
+                     const double* b, const double* w) {
     for (std::int64_t i = 0; i < len; ++i) {
       bool bad;
       double allowed = 0;
@@ -1008,11 +1066,11 @@ Attribution attribute_with_gold(const at::Tensor& gold, const at::Tensor& refere
       } else {
         const double err = std::abs(t[i] - g[i]);
         if (std::isfinite(r[i]) && std::abs(t[i] - r[i]) <= tol.atol + tol.rtol * std::abs(r[i])) continue;
-        const double local = local_error(g[i], r[i], b[i]);
+        const double local = local_error(g[i], r[i], b[i], w[i]);
         // Reduced precision: the local spread, plus the fast path's atol (scale-relative, and 0 for
         // outputs of one rounding per element).
         const double spread =
-            reduced && !tol.trajectory ? kSpreadMultiplier * pooled[magnitude_bin(g[i])] + tol.atol : global_spread;
+            reduced && !tol.trajectory ? pooled[magnitude_bin(g[i])] + tol.atol : global_spread;
         allowed = kElementMultiplier * local + spread + tol.chains * kRoundingUnits * (u * std::abs(g[i]) + tiny);
         bad = err > allowed;
       }
@@ -1030,13 +1088,13 @@ Attribution attribute_with_gold(const at::Tensor& gold, const at::Tensor& refere
   // The bias rule: a systematic error that honest rounding does not show.
   if (reduced && !tol.trajectory && magnitude > 0 && std::isfinite(magnitude)) {
     a.bias_target = bias_t / magnitude;
-    a.bias_honest = std::max(std::abs(bias_r), std::abs(bias_b)) / magnitude;
+    a.bias_honest = std::max({std::abs(bias_r), std::abs(bias_b), std::abs(bias_w)}) / magnitude;
     const double count = static_cast<double>(std::max<std::int64_t>(honest.n, 1));
     a.bias_allowed = kBiasMultiplier * a.bias_honest + kBiasSigmas * honest.root_sum() / magnitude +
                      kBiasUnits * u * (1 + kRoundingUnits / std::sqrt(count));
     a.bias_ok = std::abs(a.bias_target) <= a.bias_allowed;
   }
-  a.target_ok = a.rmse_ok && a.bad_elements == 0 && a.bias_ok;
+  a.target_ok = a.rmse_ok && a.bad_elements == 0 && a.bias_ok && a.band_ok;
   return a;
 }
 

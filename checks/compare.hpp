@@ -93,17 +93,29 @@ constexpr double kBiasScreenUnits = 0.5;
 // float16/bfloat16 three; all must hold. g is gold, r the float32 reference, t the target, u the
 // target dtype's unit roundoff, and b the baseline: for float16/bfloat16 the float32 result from
 // inputs and weights rounded to that dtype, itself rounded to it (or gold rounded, when `rounded`
-// is undefined). "local" at an element is max(|r - g|, |b - g|), b left out where non-finite.
+// is undefined). On accelerator targets a witness w joins them for float16/bfloat16: the CPU's own
+// run in the target dtype, where every intermediate result is rounded as an honest device rounds
+// it (what PyTorch's MPS consistency tests compare against; a backward that chains several ops,
+// erf's exp(-x^2) say, compounds roundings that b, rounded once, does not show). No witness on CPU
+// targets, where it would be the target itself. "local" at an element is max(|r - g|, |b - g|,
+// |w - g|), b and w left out where non-finite.
 //  - RMSE (PyTorch's dynamo accuracy checker): the target's RMSE against gold is within
 //    `multiplier` times the baseline RMSE (float32's own RMSE, and for float16/bfloat16 at least
-//    b's) plus tol.atol (for float16/bfloat16 the fast path's scale-relative atol).
+//    b's and w's) plus tol.atol (for float16/bfloat16 the fast path's scale-relative atol), plus for
+//    float16/bfloat16 tol.chains * kRoundingUnits * u * RMS(g): the per-element rounding term below,
+//    in aggregate.
 //  - Per element, so that one wrong element is never diluted by sqrt(n): an element outside the
 //    plain tolerance `tol` must have |t - g| <= kElementMultiplier * local + spread
 //    + kRoundingUnits * u * |g|. For float32 targets spread is kSpreadMultiplier * baseline + tol.atol.
 //    For float16/bfloat16 it is local to the element's magnitude, never the whole output's:
-//    kSpreadMultiplier times the RMS of `local` over the elements with |g| in the same binade or
-//    below (taking binades above only until kMinMagnitudePool elements are pooled), so small
-//    elements are judged by the errors small elements honestly have.
+//    the larger of kSpreadMultiplier times the RMS of `local` and kPeakMultiplier times its largest
+//    value, over the elements with |g| in the same binade or below (taking binades above only until
+//    kMinMagnitudePool elements are pooled), so small elements are judged by the errors small
+//    elements honestly have, and an element where terms cancel by the largest honest error there.
+//  - Band (float16/bfloat16): over each band of magnitudes (binades of |g| grouped from the
+//    smallest until kMinMagnitudePool elements), the target's RMS error is within kBandMultiplier
+//    times the RMS of `local` there plus tol.chains * kRoundingUnits * u * RMS(g) there: a device
+//    that rounds each op faithfully stays inside it, a band of elements wrong by half does not.
 //  - Bias (float16/bfloat16): the target's signed mean relative error against gold (signed_bias)
 //    must be within kBiasMultiplier times that of float32 and of b, plus kBiasSigmas standard errors
 //    of the honest baseline's errors (sqrt(sum local^2) / sum |g|), plus kBiasUnits * u * (1 +
@@ -130,17 +142,27 @@ struct Attribution {
   // the largest honest one (float32's or the rounded baseline's), what is allowed, and the dtype.
   bool bias_ok = true;
   double bias_target = 0, bias_honest = 0, bias_allowed = 0;
+  // The band rule (float16/bfloat16 only): the worst band of magnitudes [band_low, band_high) of
+  // |g|, its element count, the target's RMS error there and what was allowed.
+  bool band_ok = true;
+  double band_low = 0, band_high = 0, band_target_rms = 0, band_allowed = 0, band_excess = 0;
+  std::int64_t band_count = 0;
+  // Whether the CPU's own run in the target dtype took part (the witness).
+  bool witnessed = false;
   std::string dtype;
 };
 constexpr double kElementMultiplier = 3;
 constexpr double kSpreadMultiplier = 8;
+constexpr double kPeakMultiplier = 5;
+constexpr double kBandMultiplier = 8;
 constexpr double kRoundingUnits = 4;
 constexpr std::int64_t kMinMagnitudePool = 16;
 constexpr double kBiasMultiplier = 3;
 constexpr double kBiasSigmas = 6;
 constexpr double kBiasUnits = 1;
 Attribution attribute_with_gold(const at::Tensor& gold, const at::Tensor& reference, const at::Tensor& target,
-                                c10::ScalarType target_dtype, const Tolerance& tol, const at::Tensor& rounded = {});
+                                c10::ScalarType target_dtype, const Tolerance& tol, const at::Tensor& rounded = {},
+                                const at::Tensor& witness = {});
 
 // The unit roundoff of a floating dtype (half the distance from 1 to the next value).
 double unit_roundoff(c10::ScalarType dtype);

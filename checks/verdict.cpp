@@ -67,7 +67,13 @@ void decide_attribution(std::vector<OutputAttribution>& failing, Verdict& v, std
   if (all_ok && !failing.empty()) {
     attribution = "float32";
     v.status = Status::Pass;
-    v.message = "outside the plain tolerance, but as close to float64 as float32 itself is: float32 is the fragile side here";
+    const auto witnessed = std::find_if(failing.begin(), failing.end(),
+                                        [](const OutputAttribution& f) { return f.attribution.witnessed; });
+    v.message = witnessed == failing.end()
+                    ? "outside the plain tolerance, but as close to float64 as float32 itself is: float32 is the fragile side here"
+                    : "outside the plain tolerance, but as close to float64 as float32 or the CPU's own " +
+                          witnessed->attribution.dtype + " run: honest " + witnessed->attribution.dtype +
+                          " rounding, not the target";
     return;
   }
   attribution = "target";
@@ -81,6 +87,13 @@ void decide_attribution(std::vector<OutputAttribution>& failing, Verdict& v, std
         "(float32 and the rounded-input baseline are off by {:.2g}%): a systematic error in the target",
         o.name, 100 * std::abs(a.bias_target), a.bias_target > 0 ? "large" : "small", a.dtype, 100 * a.bias_allowed,
         100 * a.bias_honest);
+    if (a.bad_elements > 0)
+      v.message += fmt::format("; {} of {}'s elements are off by more than rounding allows", a.bad_elements, o.name);
+  } else if (!a.band_ok) {
+    v.message += fmt::format(
+        "; against float64, {}'s {} elements of magnitude {:.3g} to {:.3g} are off by {:.3g} (RMS), {:.2g}x what "
+        "honest {} rounding gives there ({:.3g}): the target is the fragile side",
+        o.name, a.band_count, a.band_low, a.band_high, a.band_target_rms, a.band_excess, a.dtype, a.band_allowed);
     if (a.bad_elements > 0)
       v.message += fmt::format("; {} of {}'s elements are off by more than rounding allows", a.bad_elements, o.name);
   } else if (a.bad_elements > 0 && std::isfinite(a.gold_value) && std::isfinite(a.target_value)) {

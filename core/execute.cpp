@@ -146,7 +146,7 @@ class WarningRecorder final : public c10::WarningHandler {
 // Runs the CPU float64 gold and decides, for every failing output, whether the target or float32
 // itself is the fragile side (checks/verdict.hpp). Turns the verdict into pass when float32 is.
 void attribute(const Workload& w, const ExecuteOptions& options, const Outputs& ref_out,
-               const std::map<std::string, at::Tensor>& target_by_name, c10::ScalarType dtype,
+               const std::map<std::string, at::Tensor>& target_by_name, c10::Device device, c10::ScalarType dtype,
                const std::map<std::string, Tolerance>& tols, CaseResult& r, Verdict& v, WarningRecorder& warnings,
                CachedReference& cached, bool& cache_dirty) {
   std::map<std::string, at::Tensor> gold = cached.gold;
@@ -175,6 +175,17 @@ void attribute(const Workload& w, const ExecuteOptions& options, const Outputs& 
     } catch (...) {
     }
   }
+  // On an accelerator, the CPU's own run in that dtype witnesses what honest rounding of every
+  // intermediate gives (checks/compare.hpp). On a CPU target it would be the target itself. A CPU
+  // without a kernel for the dtype gives no witness, and the rule stands on the baseline alone.
+  std::map<std::string, at::Tensor> witness;
+  if ((dtype == c10::kHalf || dtype == c10::kBFloat16) && device.type() != c10::kCPU) {
+    try {
+      witness = by_name(owned(w.instantiate(options.setup, Placement{c10::Device(c10::kCPU), dtype, Side::Reference})->run(),
+                              "CPU witness"));
+    } catch (...) {
+    }
+  }
   std::vector<OutputAttribution> failing;
   for (auto& o : r.outputs) {
     if (o.ok) continue;
@@ -191,8 +202,10 @@ void attribute(const Workload& w, const ExecuteOptions& options, const Outputs& 
       f.attribution.target_ok = true;  // no figures: nothing to take an RMSE of
       o.note = "equal to the float32 result from inputs rounded to " + std::string(c10::toString(dtype));
     } else if (by_value && g != gold.end() && t != target_by_name.end()) {
+      auto wd = witness.find(o.name);
       f.attribution = attribute_with_gold(g->second, ref_by_name[o.name], t->second, dtype, tols.at(o.name),
-                                          rd == rounded.end() ? at::Tensor() : rd->second);
+                                          rd == rounded.end() ? at::Tensor() : rd->second,
+                                          wd == witness.end() ? at::Tensor() : wd->second);
     }
     failing.push_back(f);
   }
@@ -350,7 +363,7 @@ void judge_case(const Workload& w, const ExecuteOptions& options, const Outputs&
   }
   Verdict v = judge_outputs(r.outputs);
   if ((v.status == Status::Mismatch || v.status == Status::Nan) && w.has_gold())
-    attribute(w, options, ref_out, target_by_name, dtype, tols, r, v, warnings, cached, cache_dirty);
+    attribute(w, options, ref_out, target_by_name, device, dtype, tols, r, v, warnings, cached, cache_dirty);
   apply_fallback(warnings.target(), v);
   r.status = v.status;
   r.message = v.message;
