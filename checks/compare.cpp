@@ -1024,7 +1024,8 @@ Attribution attribute_with_gold(const at::Tensor& gold, const at::Tensor& refere
       if (band_first < 0) band_first = k;
       band_t.merge(target_bins[k]), band_h.merge(bins[k]), band_g.merge(gold_bins[k]);
       if (band_t.n < kMinMagnitudePool && k < kBins - 1) continue;
-      const double allowed = kBandMultiplier * band_h.rms() + tol.chains * kRoundingUnits * u * band_g.rms();
+      const double allowed =
+          kBandMultiplier * band_h.rms() + tol.chains * kRoundingUnits * u * band_g.rms() + tol.atol;
       const double excess = allowed > 0 ? band_t.rms() / allowed : (band_t.rms() > 0 ? inf : 0.0);
       if (band_t.rms() > allowed && excess > a.band_excess) {
         a.band_ok = false;

@@ -100,17 +100,20 @@ bool is_trajectory(const std::string& family, const std::string& output) {
   return family == "train" && (output.rfind("loss/", 0) == 0 || output.rfind("param/", 0) == 0);
 }
 
+Tolerance as_trajectory(const Tolerance& tol) {
+  // The train family's tolerance before issue 22 (see Tolerance::trajectory).
+  Tolerance t = tol;
+  t.rtol = std::max(t.rtol, 1e-1);
+  t.atol = std::max(t.atol, 5e-2);
+  t.trajectory = true;
+  return t;
+}
+
 Tolerance scaled_to_output(const Tolerance& tol, c10::ScalarType dtype, double scale, const std::string& family,
                            const std::string& output) {
   if (dtype != c10::kHalf && dtype != c10::kBFloat16) return tol;
+  if (is_trajectory(family, output)) return as_trajectory(tol);
   Tolerance t = tol;
-  if (is_trajectory(family, output)) {
-    // The train family's tolerance before issue 22 (see Tolerance::trajectory).
-    t.rtol = std::max(t.rtol, 1e-1);
-    t.atol = std::max(t.atol, 5e-2);
-    t.trajectory = true;
-    return t;
-  }
   if (output.rfind("grad/", 0) == 0) t.chains = 2;
   // Never below `tol`'s own atol (a nondeterministic reference's widening stays).
   if (accumulates(family, output) && std::isfinite(scale))

@@ -55,6 +55,10 @@ bool accumulates(const std::string& family, const std::string& output);
 Tolerance scaled_to_output(const Tolerance& tol, c10::ScalarType dtype, double scale, const std::string& family,
                            const std::string& output);
 
+// `tol` as a training trajectory's (Tolerance::trajectory): the train family's plain tolerance
+// before issue 22 and the float64 judge's whole-output spread, with no bias rule.
+Tolerance as_trajectory(const Tolerance& tol);
+
 // Whether `output` of a case of tolerance family `family` is a training trajectory (Tolerance::trajectory):
 // "loss/..." and "param/..." outputs of "train" cases.
 bool is_trajectory(const std::string& family, const std::string& output);
