@@ -221,7 +221,7 @@ std::vector<BadInput> bad_inputs() {
       {"--expect a pass status", fixture_run({"--expect", "e.expect"}), 2, "'pass' is not a failure status", {},
        {{"e.expect", "op/.*  pass\n"}}},
       {"--model missing file", {"--model", "missing.pt", "--input", "float32[2]", "--target", "cpu"}, 2, "missing.pt"},
-      {"--input without --model", {"--all", "--input", "float32[2]"}, 2, "--input and --train go with --model"},
+      {"--input without --model", {"--all", "--input", "float32[2]"}, 2, "--input, --model-for and --train go with --model"},
       {"--input bad form", {"--model", "m.pt", "--input", "float32(2)", "--target", "cpu"}, 2,
        "--input 'float32(2)' is not DTYPE[d0,d1,...]"},
       {"--input unknown dtype", {"--model", "m.pt", "--input", "complex7[2]", "--target", "cpu"}, 2,
