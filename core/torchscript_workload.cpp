@@ -69,6 +69,33 @@ void place_device_constants(const torch::jit::Module& module, const c10::Device&
     for (const auto& method : m.get_methods()) place_device_constants(method.graph()->block(), device);
 }
 
+// The ops whose `dtype` argument a trace recorded as a float32 constant (x.to(torch.float32),
+// torch.full(..., dtype=torch.float32)): run with float16/bfloat16 weights, those parts of the graph
+// still compute in float32.
+void count_float32_dtypes(torch::jit::Block* block, std::map<std::string, int>& ops) {
+  for (torch::jit::Node* node : block->nodes()) {
+    for (torch::jit::Block* inner : node->blocks()) count_float32_dtypes(inner, ops);
+    const c10::FunctionSchema* schema = node->maybeSchema();
+    if (!schema) continue;
+    for (size_t i = 0; i < node->inputs().size() && i < schema->arguments().size(); ++i) {
+      const torch::jit::Node* c = node->inputs()[i]->node();
+      if (schema->arguments()[i].name() == "dtype" && c->kind() == c10::prim::Constant &&
+          c->hasAttribute(c10::attr::value) && c->kindOf(c10::attr::value) == torch::jit::AttributeKind::i &&
+          c->i(c10::attr::value) == static_cast<int64_t>(c10::kFloat))
+        ++ops[node->kind().toQualString()];
+    }
+  }
+}
+
+std::string float32_dtypes_in(const torch::jit::Module& module) {
+  std::map<std::string, int> ops;
+  for (const auto& m : module.modules())
+    for (const auto& method : m.get_methods()) count_float32_dtypes(method.graph()->block(), ops);
+  std::string text;
+  for (const auto& [op, n] : ops) text += fmt::format("{}{} {}", text.empty() ? "" : ", ", n, op);
+  return text;
+}
+
 // A non-tensor value that is compared by equality, as a uint8 tensor of its text after a one-byte
 // tag ('s' a string, 'd' a device, 'N' None), so it rides through the cache, the worker protocol
 // and the exact rule of checks/compare.cpp like any integer output: a flipped label is a
@@ -157,6 +184,15 @@ class TorchScriptInstance final : public Instance {
       module_ = torch::jit::load(o.path, c10::Device(c10::kCPU));
     }
     module_.eval();
+    if (own == o.traced_in.end() && (where.dtype == c10::kHalf || where.dtype == c10::kBFloat16)) {
+      // Kept in the case's warnings: a pass then says what it did not judge in the reduced dtype.
+      if (const std::string ops = float32_dtypes_in(module_); !ops.empty()) {
+        const char* name = where.dtype == c10::kHalf ? "float16" : "bfloat16";
+        TORCH_WARN("the graph fixes dtype float32 in ", ops, ": that part computed in float32, not in ", name,
+                   "; trace the model in ", name, " and pass it as --model-for ", name,
+                   "=FILE to judge it as it runs in ", name);
+      }
+    }
     at::Generator gen = at::detail::createCPUGenerator(setup.seed);
     for (const auto& spec : o.inputs) {
       at::Tensor t;
@@ -395,8 +431,17 @@ void validate_torchscript(const TorchScriptOptions& options) {
   }
 }
 
+namespace {
+// The probe's warnings are the case's to report, not the host's to print.
+struct SilentWarnings final : c10::WarningHandler {
+  void process(const c10::Warning&) override {}
+};
+}  // namespace
+
 void check_torchscript_computes_in(const TorchScriptOptions& options, c10::ScalarType dtype) {
   if (options.traced_in.count(dtype)) return;
+  SilentWarnings silent;
+  c10::WarningUtils::WarningHandlerGuard guard(&silent);
   try {
     TorchScriptInstance(options, false, Setup{}, Placement{}).run();
   } catch (const std::exception&) {

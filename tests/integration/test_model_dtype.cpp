@@ -72,6 +72,22 @@ TEST_F(TracedInOneDtype, ABfloat16TraceRunsOnTheTargetAndIsJudgedAgainstFloat32)
   }
 }
 
+// A float32 trace that runs with bfloat16 weights but keeps part of its work in float32 is judged
+// as it computes, and its case's warnings say which part was not bfloat16.
+TEST_F(TracedInOneDtype, AFloat32TraceThatRunsInBfloat16SaysWhatStayedFloat32) {
+  const std::string dir = fresh_dir("dtype-traced-upcast");
+  const auto r = run_mpscheck({"--model", model("upcast.pt"), "--input", "float32[4,16]", "--target", "cpu:bfloat16",
+                               "--quick", "--min-time", "0", "--json", "r.json"},
+                              dir);
+  ASSERT_TRUE(r.exit_code == 0 || r.exit_code == 1) << r.out << r.err;
+  const auto c = cases_by_id(read_json_file(dir + "/r.json")).at("model/torchscript/upcast/infer");
+  bool said = false;
+  for (const auto& w : c["warnings"])
+    said = said || w.get<std::string>().find("target: the graph fixes dtype float32 in 1 aten::to: that part computed "
+                                             "in float32, not in bfloat16") != std::string::npos;
+  EXPECT_TRUE(said) << c.dump();
+}
+
 // The per-dtype file is a separate trace: if it computes something else, that is a finding named
 // against float64, never a pass.
 TEST_F(TracedInOneDtype, ABfloat16TraceThatComputesSomethingElseIsAMismatch) {
