@@ -499,11 +499,12 @@ int run_cases(int argc, char** argv, const Config& cfg) {
               << " cases loaded); check --filter, or see them all with 'mpscheck --list --all'\n";
     return kExitUsage;
   }
-  if (!cfg.model_path.empty() && (target.spec.float_dtype() == c10::kHalf || target.spec.float_dtype() == c10::kBFloat16)) {
+  const c10::ScalarType computes_in = target.spec.float_dtype();
+  if (!cfg.model_path.empty() && (computes_in == c10::kHalf || computes_in == c10::kBFloat16)) {
     try {
       check_torchscript_computes_in(
           torchscript_options(std::filesystem::absolute(cfg.model_path).string(), cfg.model_inputs, cfg.model_for),
-          target.spec.float_dtype());
+          computes_in);
     } catch (const GraphTracedInFloat32& e) {
       std::cerr << "mpscheck: " << e.what() << '\n';
       return kExitModelDtype;

@@ -278,7 +278,8 @@ class TorchScriptWorkload final : public Workload {
     std::string specs;
     for (const auto& i : o_.inputs) specs += (specs.empty() ? "" : " ") + i.text;
     std::string traced_in;
-    for (const auto& [dtype, path] : o_.traced_in) traced_in += fmt::format(" {} {}", c10::toString(dtype), file_digest(path));
+    for (const auto& [dtype, path] : o_.traced_in)
+      traced_in += fmt::format(" {} {}", c10::toString(dtype), file_digest(path));
     return fmt::format("torchscript {} inputs {} train {}{}", file_digest(o_.path), specs, train_ ? 1 : 0, traced_in);
   }
 
@@ -331,7 +332,8 @@ torch::jit::Module load_or_refuse(const std::string& flag, const std::string& pa
   std::error_code ec;
   if (!std::filesystem::is_regular_file(path, ec)) throw BadModelInput(fmt::format("{} {}: no such file", flag, path));
   try {
-    return extra ? torch::jit::load(path, c10::Device(c10::kCPU), *extra) : torch::jit::load(path, c10::Device(c10::kCPU));
+    const c10::Device cpu(c10::kCPU);
+    return extra ? torch::jit::load(path, cpu, *extra) : torch::jit::load(path, cpu);
   } catch (const std::exception& e) {
     throw BadModelInput(fmt::format("{} {} is not a readable TorchScript file ({}); save it with "
                                     "torch.jit.script(model).save() or torch.jit.trace(...).save()",
@@ -418,8 +420,8 @@ void validate_torchscript(const TorchScriptOptions& options) {
     std::error_code ec;
     if (!std::filesystem::is_regular_file(options.path, ec))
       throw BadModelInput(fmt::format("--model {}: no such file", options.path));
-    throw BadModelInput(fmt::format("--model {}: give the model's inputs with --input, e.g. --input float32[1,3,224,224]",
-                                    options.path));
+    throw BadModelInput(fmt::format(
+        "--model {}: give the model's inputs with --input, e.g. --input float32[1,3,224,224]", options.path));
   }
   torch::jit::ExtraFilesMap extra{{kInputsRecord, ""}};
   const torch::jit::Module module = load_or_refuse("--model", options.path, &extra);

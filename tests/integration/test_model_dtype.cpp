@@ -22,7 +22,8 @@ class TracedInOneDtype : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     dir_ = fresh_dir("dtype-traced-models");
-    const auto r = run_shell(std::string("python3 ") + MPSCHECK_SOURCE_DIR + "/tests/fixtures/export_dtype_traced.py .", dir_);
+    const std::string script = std::string(MPSCHECK_SOURCE_DIR) + "/tests/fixtures/export_dtype_traced.py";
+    const auto r = run_shell("python3 " + script + " .", dir_);
     log_ = r.out + r.err;
     exported_ = r.exit_code == 0;
   }
