@@ -14,6 +14,7 @@
 #include "core/worker.hpp"
 #include "core/workflow.hpp"
 #include "core/input_spec.hpp"
+#include "core/torchscript_workload.hpp"
 #include "reports/bug_report.hpp"
 #include "reports/console.hpp"
 #include "reports/reporter.hpp"
@@ -44,7 +45,7 @@ namespace {
 // 4: the run could not go on (no worker would start, the journal could not be written); every
 // finished case is kept in the journal and --resume continues.
 constexpr int kExitOk = 0, kExitFindings = 1, kExitUsage = 2, kExitNoTarget = 3, kExitCannotRun = 4,
-              kExitInterrupted = 130;
+              kExitModelDtype = 5, kExitInterrupted = 130;
 
 void on_interrupt(int) { g_interrupted = 1; }
 
@@ -252,6 +253,7 @@ std::unique_ptr<CaseCatalog> load_catalog(const Config& cfg) {
   for (const auto& d : cfg.plugin_dirs) source.plugin_dirs.push_back(std::filesystem::absolute(d).string());
   if (!cfg.model_path.empty()) source.model = std::filesystem::absolute(cfg.model_path).string();
   source.inputs = cfg.model_inputs;
+  source.model_for = cfg.model_for;
   source.train = cfg.train;
   source.validate_model = true;  // a bad file or bad inputs stop the run at once
   try {
@@ -393,6 +395,7 @@ RunLoopOptions run_loop_options(const Config& cfg, const TargetSpec& target) {
   for (const auto& d : cfg.plugin_dirs) o.worker.plugin_dirs.push_back(std::filesystem::absolute(d).string());
   if (!cfg.model_path.empty()) o.worker.model = std::filesystem::absolute(cfg.model_path).string();
   o.worker.inputs = cfg.model_inputs;
+  o.worker.model_for = cfg.model_for;
   o.worker.train = cfg.train;
   if (!cfg.reference_cache.empty())
     o.worker.reference_cache = std::filesystem::absolute(cfg.reference_cache).string();
@@ -495,6 +498,17 @@ int run_cases(int argc, char** argv, const Config& cfg) {
     std::cerr << "mpscheck: no case matches the selection (" << registry.size()
               << " cases loaded); check --filter, or see them all with 'mpscheck --list --all'\n";
     return kExitUsage;
+  }
+  const c10::ScalarType computes_in = target.spec.float_dtype();
+  if (!cfg.model_path.empty() && (computes_in == c10::kHalf || computes_in == c10::kBFloat16)) {
+    try {
+      check_torchscript_computes_in(
+          torchscript_options(std::filesystem::absolute(cfg.model_path).string(), cfg.model_inputs, cfg.model_for),
+          computes_in);
+    } catch (const GraphTracedInFloat32& e) {
+      std::cerr << "mpscheck: " << e.what() << '\n';
+      return kExitModelDtype;
+    }
   }
   const RunInputs inputs = read_run_inputs(cfg);
   OpenedJournal journal = open_journal(cfg, target.spec);

@@ -14,7 +14,7 @@ CaseCatalog::CaseCatalog(const CatalogSource& source) {
   for (const auto& d : dirs) host_.load_directory(d);
   std::vector<RegisteredWorkload> all = host_.workloads();
   if (!source.model.empty()) {
-    const TorchScriptOptions ts = torchscript_options(source.model, source.inputs);
+    const TorchScriptOptions ts = torchscript_options(source.model, source.inputs, source.model_for);
     if (source.validate_model) validate_torchscript(ts);
     builtin_ = make_torchscript_workloads(ts, source.train);
   }

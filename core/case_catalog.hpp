@@ -18,6 +18,7 @@ struct CatalogSource {
   std::string model;                     // --model FILE.pt, absolute; empty: none
   std::vector<std::string> inputs;       // its --input specs
   bool train = false;
+  std::vector<std::string> model_for;    // its --model-for DTYPE=FILE, FILE absolute
   bool validate_model = false;  // the host checks the model once, up front, with a clear message
 };
 

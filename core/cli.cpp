@@ -5,6 +5,7 @@
 #include "reports/reporter.hpp"
 
 #include <cstdlib>
+#include <filesystem>
 
 #include <boost/program_options.hpp>
 #include <fmt/format.h>
@@ -29,6 +30,9 @@ po::options_description visible_options() {
       ("model", po::value<std::string>(), "check your own TorchScript FILE.pt (with --input)")
       ("input", po::value<std::vector<std::string>>()->composing(),
        "an input of --model: DTYPE[d0,d1,...] or an integer range DTYPE[...]:LO..HI (repeatable, in order)")
+      ("model-for", po::value<std::vector<std::string>>()->composing(),
+       "DTYPE=FILE: with --model, the same model traced in DTYPE (float64, bfloat16, float16), run where a side "
+       "computes in DTYPE (repeatable; scripts/export-hf.py writes them)")
       ("train", "with --model: also compare parameter gradients of the sum of the outputs");
   po::options_description run("Running");
   run.add_options()
@@ -220,8 +224,18 @@ Config parse_command_line(int argc, const char* const* argv, std::string* out_te
   if (vm.count("model")) c.model_path = vm["model"].as<std::string>();
   if (vm.count("input")) c.model_inputs = vm["input"].as<std::vector<std::string>>();
   c.train = vm.count("train") > 0;
-  if (c.model_path.empty() && (!c.model_inputs.empty() || c.train))
-    throw UsageError("--input and --train go with --model FILE.pt");
+  if (vm.count("model-for")) {
+    for (const auto& v : vm["model-for"].as<std::vector<std::string>>()) {
+      const auto eq = v.find('=');
+      if (eq == std::string::npos || eq == 0 || eq + 1 == v.size())
+        throw UsageError(fmt::format("--model-for {}: give DTYPE=FILE, e.g. --model-for bfloat16=model.bfloat16.pt",
+                                     v.substr(0, 200)));
+      // Absolute here, as --model is in the host: the workers open the same file.
+      c.model_for.push_back(v.substr(0, eq + 1) + std::filesystem::absolute(v.substr(eq + 1)).string());
+    }
+  }
+  if (c.model_path.empty() && (!c.model_inputs.empty() || c.train || !c.model_for.empty()))
+    throw UsageError("--input, --model-for and --train go with --model FILE.pt");
   // What the workers must open byte for byte crosses the worker protocol as JSON text: refused
   // here, in one line, rather than repaired into a name that does not exist. Everything else from
   // the command line is only reported, and is repaired where it enters a report.
@@ -229,6 +243,7 @@ Config parse_command_line(int argc, const char* const* argv, std::string* out_te
                                                                   {"--reference-cache", c.reference_cache}};
   for (const auto& d : c.plugin_dirs) to_workers.emplace_back("--plugin-dir", d);
   for (const auto& i : c.model_inputs) to_workers.emplace_back("--input", i);
+  for (const auto& f : c.model_for) to_workers.emplace_back("--model-for", f);
   for (const auto& [option, value] : to_workers)
     if (auto refusal = not_utf8(option, value)) throw UsageError(*refusal);
   if (!c.model_path.empty() && c.selection.filters.empty() && !c.selection.ops && !c.selection.models)

@@ -501,6 +501,10 @@ CaseResult execute_case_inner(const RegisteredWorkload& rw, const ExecuteOptions
       if (classify_exception(msg) == Status::Unsupported && lower.find("cpu") != std::string::npos) {
         r.status = Status::Skip;
         r.message = "the CPU float32 reference cannot run this case: " + msg;
+      } else if (is_torchscript(w)) {
+        // The user's model raised: its own error, with its cause, not a fault of the inputs' shape.
+        r.status = Status::Error;
+        r.message = "the model raised on the CPU float32 reference (its own error, not the target's): " + msg;
       } else {
         r.status = Status::Error;
         r.message = "the CPU float32 reference failed (a bug in the case or in mpscheck, not the target): " + msg;

@@ -6,16 +6,95 @@
 
 #include <ATen/CPUGeneratorImpl.h>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <torch/csrc/jit/ir/ir.h>
 #include <torch/script.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cstring>
 #include <filesystem>
 #include <set>
+#include <sstream>
 
 namespace mpscheck {
 
 namespace {
 
+// The extra file in which scripts/export-hf.py records the --input specs a file was traced with.
+constexpr const char* kInputsRecord = "mpscheck/inputs";
+
+// A --model-for file's parameters and buffers are replaced by the --model file's, by name, so that
+// every side computes with the same weights whatever the other file holds; a name or shape that
+// is not there means the two files are not one model.
+void take_state(torch::jit::Module& into, const torch::jit::Module& from, const std::string& into_path,
+                const std::string& from_path) {
+  std::map<std::string, at::Tensor> state;
+  for (const auto& p : from.named_parameters()) state[p.name] = p.value;
+  for (const auto& b : from.named_buffers()) state[b.name] = b.value;
+  size_t taken = 0;
+  const auto take = [&](const std::string& name, const at::Tensor& t) {
+    const auto it = state.find(name);
+    if (it == state.end() || it->second.sizes() != t.sizes() ||
+        it->second.is_floating_point() != t.is_floating_point())
+      throw BadModelInput(fmt::format("--model-for {}: its {} {} is not in --model {}; export both files from one "
+                                      "model (scripts/export-hf.py writes them together)",
+                                      into_path, name, fmt::join(t.sizes(), "x"), from_path));
+    t.set_data(it->second.detach().clone());
+    ++taken;
+  };
+  for (const auto& p : into.named_parameters()) take(p.name, p.value);
+  for (const auto& b : into.named_buffers()) take(b.name, b.value);
+  if (taken != state.size())
+    throw BadModelInput(fmt::format("--model-for {} has {} parameters and buffers, --model {} has {}; export both "
+                                    "files from one model (scripts/export-hf.py writes them together)",
+                                    into_path, taken, from_path, state.size()));
+}
+
+// torch.jit.trace records the device Python passed (torch.arange(n, device=x.device) in
+// transformers' masks and position ids) as a constant: a graph traced on the CPU would make those
+// tensors on the CPU beside the target's. They are placed on the target's device instead, as a
+// trace made there would have recorded; what is computed does not change.
+void place_device_constants(torch::jit::Block* block, const c10::Device& device) {
+  for (torch::jit::Node* node : block->nodes()) {
+    for (torch::jit::Block* inner : node->blocks()) place_device_constants(inner, device);
+    if (node->kind() == c10::prim::Constant && node->output()->type()->kind() == c10::TypeKind::DeviceObjType &&
+        node->hasAttribute(c10::attr::value) && c10::Device(node->s(c10::attr::value)).is_cpu())
+      node->s_(c10::attr::value, device.str());
+  }
+}
+
+void place_device_constants(const torch::jit::Module& module, const c10::Device& device) {
+  for (const auto& m : module.modules())
+    for (const auto& method : m.get_methods()) place_device_constants(method.graph()->block(), device);
+}
+
+// The ops whose `dtype` argument a trace recorded as a float32 constant (x.to(torch.float32),
+// torch.full(..., dtype=torch.float32)): run with float16/bfloat16 weights, those parts of the graph
+// still compute in float32.
+void count_float32_dtypes(torch::jit::Block* block, std::map<std::string, int>& ops) {
+  for (torch::jit::Node* node : block->nodes()) {
+    for (torch::jit::Block* inner : node->blocks()) count_float32_dtypes(inner, ops);
+    const c10::FunctionSchema* schema = node->maybeSchema();
+    if (!schema) continue;
+    for (size_t i = 0; i < node->inputs().size() && i < schema->arguments().size(); ++i) {
+      const torch::jit::Node* c = node->inputs()[i]->node();
+      if (schema->arguments()[i].name() == "dtype" && c->kind() == c10::prim::Constant &&
+          c->hasAttribute(c10::attr::value) && c->kindOf(c10::attr::value) == torch::jit::AttributeKind::i &&
+          c->i(c10::attr::value) == static_cast<int64_t>(c10::kFloat))
+        ++ops[node->kind().toQualString()];
+    }
+  }
+}
+
+std::string float32_dtypes_in(const torch::jit::Module& module) {
+  std::map<std::string, int> ops;
+  for (const auto& m : module.modules())
+    for (const auto& method : m.get_methods()) count_float32_dtypes(method.graph()->block(), ops);
+  std::string text;
+  for (const auto& [op, n] : ops) text += fmt::format("{}{} {}", text.empty() ? "" : ", ", n, op);
+  return text;
+}
 
 // A non-tensor value that is compared by equality, as a uint8 tensor of its text after a one-byte
 // tag ('s' a string, 'd' a device, 'N' None), so it rides through the cache, the worker protocol
@@ -95,8 +174,25 @@ class TorchScriptInstance final : public Instance {
  public:
   TorchScriptInstance(const TorchScriptOptions& o, bool train, const Setup& setup, const Placement& where)
       : train_(train) {
-    module_ = torch::jit::load(o.path, c10::Device(c10::kCPU));
+    // A side computing in a dtype the user traced the model in runs that graph (never the
+    // rounded-input baseline, which computes in float32).
+    const auto own = o.traced_in.find(where.dtype);
+    if (own != o.traced_in.end() && where.round_inputs_to == c10::ScalarType::Undefined) {
+      module_ = torch::jit::load(own->second, c10::Device(c10::kCPU));
+      take_state(module_, torch::jit::load(o.path, c10::Device(c10::kCPU)), own->second, o.path);
+    } else {
+      module_ = torch::jit::load(o.path, c10::Device(c10::kCPU));
+    }
     module_.eval();
+    if (own == o.traced_in.end() && (where.dtype == c10::kHalf || where.dtype == c10::kBFloat16)) {
+      // Kept in the case's warnings: a pass then says what it did not judge in the reduced dtype.
+      if (const std::string ops = float32_dtypes_in(module_); !ops.empty()) {
+        const char* name = where.dtype == c10::kHalf ? "float16" : "bfloat16";
+        TORCH_WARN("the graph fixes dtype float32 in ", ops, ": that part computed in float32, not in ", name,
+                   "; trace the model in ", name, " and pass it as --model-for ", name,
+                   "=FILE to judge it as it runs in ", name);
+      }
+    }
     at::Generator gen = at::detail::createCPUGenerator(setup.seed);
     for (const auto& spec : o.inputs) {
       at::Tensor t;
@@ -116,6 +212,7 @@ class TorchScriptInstance final : public Instance {
     // position_ids become float, and the gather that reads them fails). The reduced-precision
     // baseline rounds the weights as well as the inputs, like the C++ model SDK.
     module_.to(where.device);
+    if (!where.device.is_cpu()) place_device_constants(module_, where.device);
     auto convert = [&](at::Tensor t) {
       if (!t.is_floating_point()) return;
       at::Tensor v = t.detach();
@@ -180,7 +277,10 @@ class TorchScriptWorkload final : public Workload {
   std::string identity() const {
     std::string specs;
     for (const auto& i : o_.inputs) specs += (specs.empty() ? "" : " ") + i.text;
-    return fmt::format("torchscript {} inputs {} train {}", file_digest(o_.path), specs, train_ ? 1 : 0);
+    std::string traced_in;
+    for (const auto& [dtype, path] : o_.traced_in)
+      traced_in += fmt::format(" {} {}", c10::toString(dtype), file_digest(path));
+    return fmt::format("torchscript {} inputs {} train {}{}", file_digest(o_.path), specs, train_ ? 1 : 0, traced_in);
   }
 
  private:
@@ -190,11 +290,28 @@ class TorchScriptWorkload final : public Workload {
 
 }  // namespace
 
-TorchScriptOptions torchscript_options(const std::string& path, const std::vector<std::string>& specs) {
-  TorchScriptOptions o{path, {}};
+TorchScriptOptions torchscript_options(const std::string& path, const std::vector<std::string>& specs,
+                                       const std::vector<std::string>& model_for) {
+  TorchScriptOptions o{path, {}, {}};
   for (const auto& spec : specs) o.inputs.push_back(parse_input_spec(spec));
+  for (const auto& m : model_for) {
+    const auto eq = m.find('=');
+    const std::string name = m.substr(0, eq);
+    c10::ScalarType dtype = c10::ScalarType::Undefined;
+    if (name == "float64") dtype = c10::kDouble;
+    if (name == "bfloat16") dtype = c10::kBFloat16;
+    if (name == "float16") dtype = c10::kHalf;
+    if (eq == std::string::npos || dtype == c10::ScalarType::Undefined)
+      throw BadModelInput(fmt::format("--model-for {}: give DTYPE=FILE with DTYPE float64, bfloat16 or float16 "
+                                      "(--model is the float32 file)",
+                                      m.substr(0, 200)));
+    if (!o.traced_in.emplace(dtype, m.substr(eq + 1)).second)
+      throw BadModelInput(fmt::format("--model-for names two files for {}; give one", name));
+  }
   return o;
 }
+
+bool is_torchscript(const Workload& w) { return dynamic_cast<const TorchScriptWorkload*>(&w) != nullptr; }
 
 std::vector<std::unique_ptr<Workload>> make_torchscript_workloads(const TorchScriptOptions& options, bool train) {
   std::vector<std::unique_ptr<Workload>> out;
@@ -208,27 +325,140 @@ std::string torchscript_identity(const Workload& w) {
   return ts ? ts->identity() : std::string();
 }
 
-void validate_torchscript(const TorchScriptOptions& options) {
+namespace {
+
+torch::jit::Module load_or_refuse(const std::string& flag, const std::string& path,
+                                  torch::jit::ExtraFilesMap* extra = nullptr) {
   std::error_code ec;
-  if (!std::filesystem::is_regular_file(options.path, ec))
-    throw BadModelInput(fmt::format("--model {}: no such file", options.path));
-  if (options.inputs.empty())
-    throw BadModelInput(fmt::format("--model {}: give the model's inputs with --input, e.g. --input float32[1,3,224,224]",
-                                    options.path));
+  if (!std::filesystem::is_regular_file(path, ec)) throw BadModelInput(fmt::format("{} {}: no such file", flag, path));
   try {
-    torch::jit::load(options.path, c10::Device(c10::kCPU));
+    const c10::Device cpu(c10::kCPU);
+    return extra ? torch::jit::load(path, cpu, *extra) : torch::jit::load(path, cpu);
   } catch (const std::exception& e) {
-    throw BadModelInput(fmt::format("--model {} is not a readable TorchScript file ({}); save it with "
+    throw BadModelInput(fmt::format("{} {} is not a readable TorchScript file ({}); save it with "
                                     "torch.jit.script(model).save() or torch.jit.trace(...).save()",
-                                    options.path, tidy_exception_message(e.what())));
+                                    flag, path, tidy_exception_message(e.what())));
+  }
+}
+
+std::string spec_list(const std::vector<InputSpec>& specs) {
+  std::string s;
+  for (const auto& i : specs) s += (s.empty() ? "" : " ") + i.text;
+  return s;
+}
+
+// Count and argument types from forward's schema; dtype and rank from the record an export left.
+void check_inputs(const torch::jit::Module& module, const TorchScriptOptions& o, const std::string& recorded) {
+  const c10::FunctionSchema& schema = module.get_method("forward").function().getSchema();
+  const auto& args = schema.arguments();  // args[0] is self
+  std::vector<std::string> names;
+  size_t required = 0;
+  for (size_t i = 1; i < args.size(); ++i) {
+    names.push_back(args[i].name());
+    if (!args[i].default_value()) required = i;
+  }
+  const size_t given = o.inputs.size();
+  if (given < required || given > names.size())
+    throw BadModelInput(fmt::format("--model {}: its forward({}) takes {}{} input{}, and --input gives {}; give one "
+                                    "--input per argument, in order",
+                                    o.path, fmt::join(names, ", "), required == names.size() ? "" : "at least ",
+                                    required, required == 1 ? "" : "s", given));
+  for (size_t i = 0; i < given; ++i) {
+    c10::TypePtr type = args[i + 1].type();
+    if (auto opt = type->cast<c10::OptionalType>()) type = opt->getElementType();
+    if (!type->cast<c10::TensorType>())
+      throw BadModelInput(fmt::format("--model {}: argument {} of forward is {}: {}, and --input {} makes a tensor; "
+                                      "wrap the model so that forward takes tensors",
+                                      o.path, names[i], names[i], args[i + 1].type()->repr_str(), o.inputs[i].text));
+  }
+  if (recorded.empty()) return;
+  std::vector<InputSpec> traced;
+  try {
+    std::istringstream words(recorded);
+    for (std::string w; words >> w;) traced.push_back(parse_input_spec(w));
+  } catch (const BadModelInput&) {
+    return;  // a record this version cannot read checks nothing
+  }
+  const auto mismatch = [&](const std::string& what) {
+    return BadModelInput(fmt::format("--model {}: {}; it was exported with --input {}", o.path, what,
+                                     spec_list(traced)));
+  };
+  if (traced.size() != given)
+    throw mismatch(fmt::format("--input gives {} inputs, the model takes {}", given, traced.size()));
+  for (size_t i = 0; i < given; ++i) {
+    const InputSpec& a = o.inputs[i];
+    const InputSpec& b = traced[i];
+    if (a.dtype != b.dtype || a.shape.size() != b.shape.size())
+      throw mismatch(fmt::format("--input {} ({}) does not match its argument {} ({}, rank {})", a.text,
+                                 a.dtype != b.dtype ? "dtype" : "rank", names[i], c10::toString(b.dtype),
+                                 b.shape.size()));
+  }
+}
+
+bool is_dtype_disagreement(const std::string& message) {
+  std::string m = message;
+  std::transform(m.begin(), m.end(), m.begin(), [](unsigned char c) { return std::tolower(c); });
+  // LibTorch 2.13's CPU phrasings of two floating dtypes meeting in one op: "expected m1 and m2 to
+  // have the same dtype", "mixed dtype (CPU): expect parameter to have scalar type of Float",
+  // "expected scalar type BFloat16 but found Float", "Input type (float) and bias type
+  // (c10::BFloat16) should be the same", "expected query, key, and value to have the same dtype".
+  for (const char* p : {"same dtype", "mixed dtype", "expected scalar type", "should be the same",
+                        "to have the same type"})
+    if (m.find(p) != std::string::npos) return true;
+  return false;
+}
+
+std::string what_of(const std::exception& e) {
+  if (const auto* c = dynamic_cast<const c10::Error*>(&e)) return tidy_exception_message(c->what_without_backtrace());
+  return tidy_exception_message(e.what());
+}
+
+}  // namespace
+
+void validate_torchscript(const TorchScriptOptions& options) {
+  if (options.inputs.empty()) {
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(options.path, ec))
+      throw BadModelInput(fmt::format("--model {}: no such file", options.path));
+    throw BadModelInput(fmt::format(
+        "--model {}: give the model's inputs with --input, e.g. --input float32[1,3,224,224]", options.path));
+  }
+  torch::jit::ExtraFilesMap extra{{kInputsRecord, ""}};
+  const torch::jit::Module module = load_or_refuse("--model", options.path, &extra);
+  check_inputs(module, options, extra[kInputsRecord]);
+  for (const auto& [dtype, path] : options.traced_in) {
+    torch::jit::Module other = load_or_refuse("--model-for", path);
+    take_state(other, module, path, options.path);
+    check_inputs(other, options, "");
+  }
+}
+
+namespace {
+// The probe's warnings are the case's to report, not the host's to print.
+struct SilentWarnings final : c10::WarningHandler {
+  void process(const c10::Warning&) override {}
+};
+}  // namespace
+
+void check_torchscript_computes_in(const TorchScriptOptions& options, c10::ScalarType dtype) {
+  if (options.traced_in.count(dtype)) return;
+  SilentWarnings silent;
+  c10::WarningUtils::WarningHandlerGuard guard(&silent);
+  try {
+    TorchScriptInstance(options, false, Setup{}, Placement{}).run();
+  } catch (const std::exception&) {
+    return;  // the model's own error: its case reports it
   }
   try {
-    TorchScriptInstance probe(options, false, Setup{}, Placement{});
-    probe.run();
-  } catch (const UncomparableOutput&) {
-    // The model runs; its outputs are the case's own `error`, named in the report.
+    TorchScriptInstance(options, false, Setup{}, Placement{c10::Device(c10::kCPU), dtype, Side::Target}).run();
   } catch (const std::exception& e) {
-    throw BadModelInput(fmt::format("--model {}: the inputs do not fit the model ({})", options.path, tidy_exception_message(e.what())));
+    const std::string why = what_of(e);
+    if (!is_dtype_disagreement(why)) return;
+    const std::string name = dtype == c10::kHalf ? "float16" : "bfloat16";
+    throw GraphTracedInFloat32(fmt::format(
+        "--model {} cannot compute in {}: its graph keeps the float32 it was traced in ({}); trace the model again "
+        "after model.to(torch.{}) and pass that file as --model-for {}=FILE (scripts/export-hf.py writes both)",
+        options.path, name, why, name, name));
   }
 }
 

@@ -7,6 +7,7 @@
 
 #include <mpscheck/workload.hpp>
 
+#include <map>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -17,10 +18,19 @@ namespace mpscheck {
 struct TorchScriptOptions {
   std::string path;
   std::vector<InputSpec> inputs;
+  // --model-for DTYPE=FILE: the same model traced in DTYPE (float64, bfloat16 or float16). A side
+  // that computes in DTYPE runs FILE's graph with `path`'s weights converted to DTYPE; the
+  // others (the float32 reference, the rounded-input baseline) run `path`.
+  std::map<c10::ScalarType, std::string> traced_in;
 };
 
-// Options from a path and --input spec strings; throws BadModelInput for a bad spec.
-TorchScriptOptions torchscript_options(const std::string& path, const std::vector<std::string>& specs);
+// Options from a path, --input spec strings and --model-for DTYPE=FILE strings; throws
+// BadModelInput for a bad spec.
+TorchScriptOptions torchscript_options(const std::string& path, const std::vector<std::string>& specs,
+                                       const std::vector<std::string>& model_for = {});
+
+// Whether `w` is the user's own TorchScript model (its errors are the model's, not a case's).
+bool is_torchscript(const Workload& w);
 
 // The infer case, and the train case (backward of the sum of the outputs, parameter gradients
 // compared) when `train` is set.
@@ -36,8 +46,25 @@ struct UncomparableOutput : std::runtime_error {
 // content digest, the input specs and the mode. Empty for any other workload.
 std::string torchscript_identity(const Workload& w);
 
-// Loads the file and runs it once on CPU with the inputs; throws BadModelInput with one line when
-// the file is missing, is not TorchScript, or the inputs do not fit the model.
+// Loads the files and checks the inputs against the model before anything runs; throws
+// BadModelInput with one line when a file is missing or is not TorchScript, a --model-for file
+// holds another model's parameters, or the inputs do not match the model's forward: their count,
+// an argument that is not a tensor, and (for a file that records the inputs it was exported with,
+// as scripts/export-hf.py's do) each input's dtype and rank. An error the model raises while it
+// runs is the model's own, reported in its case.
 void validate_torchscript(const TorchScriptOptions& options);
+
+// The model cannot compute in the target's dtype because its graph keeps the float32 it was
+// traced in (a constant, a cast, a tensor made with dtype=float32 where Python ran): exit code 5
+// with one line saying so and how to get a file that can.
+struct GraphTracedInFloat32 : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// For a target computing in `dtype` (float16/bfloat16) without a --model-for file for it: runs
+// the model once on CPU in float32 and once in `dtype`, and throws GraphTracedInFloat32 when the
+// first runs and the second fails on a dtype disagreement inside the graph. Any other failure is
+// left to the case, which reports it.
+void check_torchscript_computes_in(const TorchScriptOptions& options, c10::ScalarType dtype);
 
 }  // namespace mpscheck

