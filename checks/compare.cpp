@@ -1011,6 +1011,12 @@ Attribution attribute_with_gold(const at::Tensor& gold, const at::Tensor& refere
     }
   }
 
+  // The rounding of the target's storage below its normal range: its smallest subnormal.
+  const double tiny = target.scalar_type() == at::kHalf       ? std::ldexp(1.0, -24)
+                      : target.scalar_type() == at::kBFloat16 ? std::ldexp(1.0, -133)
+                      : target.scalar_type() == at::kFloat    ? std::ldexp(1.0, -149)
+                                                              : 0.0;
+
   // The band rule: the target's RMS error over a band of magnitudes (binades grouped from the
   // smallest until kMinMagnitudePool elements) is within kBandMultiplier times the honest RMS
   // error there, plus the dtype's rounding of those elements. A band of elements all wrong by
@@ -1025,7 +1031,7 @@ Attribution attribute_with_gold(const at::Tensor& gold, const at::Tensor& refere
       band_t.merge(target_bins[k]), band_h.merge(bins[k]), band_g.merge(gold_bins[k]);
       if (band_t.n < kMinMagnitudePool && k < kBins - 1) continue;
       const double allowed =
-          kBandMultiplier * band_h.rms() + tol.chains * kRoundingUnits * u * band_g.rms() + tol.atol;
+          kBandMultiplier * band_h.rms() + tol.chains * kRoundingUnits * (u * band_g.rms() + tiny) + tol.atol;
       const double excess = allowed > 0 ? band_t.rms() / allowed : (band_t.rms() > 0 ? inf : 0.0);
       if (band_t.rms() > allowed && excess > a.band_excess) {
         a.band_ok = false;
@@ -1044,11 +1050,6 @@ Attribution attribute_with_gold(const at::Tensor& gold, const at::Tensor& refere
   // Pass 2: every element outside the plain tolerance against the float32 reference must be
   // within what float32 (or the rounded baseline) makes there, or the dtype's rounding there.
   const double global_spread = kSpreadMultiplier * a.baseline + tol.atol;
-  // The rounding of the target's storage below its normal range: its smallest subnormal.
-  const double tiny = target.scalar_type() == at::kHalf       ? std::ldexp(1.0, -24)
-                      : target.scalar_type() == at::kBFloat16 ? std::ldexp(1.0, -133)
-                      : target.scalar_type() == at::kFloat    ? std::ldexp(1.0, -149)
-                                                              : 0.0;
   for_each_chunk([&](std::int64_t begin, std::int64_t len, const double* g, const double* r, const double* t,
                      const double* b, const double* w) {
     for (std::int64_t i = 0; i < len; ++i) {

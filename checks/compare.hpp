@@ -114,7 +114,8 @@ constexpr double kBiasScreenUnits = 0.5;
 //    elements honestly have, and an element where terms cancel by the largest honest error there.
 //  - Band (float16/bfloat16): over each band of magnitudes (binades of |g| grouped from the
 //    smallest until kMinMagnitudePool elements), the target's RMS error is within kBandMultiplier
-//    times the RMS of `local` there plus tol.chains * kRoundingUnits * u * RMS(g) there plus
+//    times the RMS of `local` there plus tol.chains * kRoundingUnits * (u * RMS(g) there + the
+//    smallest subnormal of the target's storage, as per element) plus
 //    tol.atol (the fast path's scale-relative atol, as everywhere in this judge): a device
 //    that rounds each op faithfully stays inside it, a band of elements wrong by half does not.
 //  - Bias (float16/bfloat16): the target's signed mean relative error against gold (signed_bias)
