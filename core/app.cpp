@@ -14,6 +14,7 @@
 #include "core/worker.hpp"
 #include "core/workflow.hpp"
 #include "core/input_spec.hpp"
+#include "core/layer_repro.hpp"
 #include "reports/bug_report.hpp"
 #include "reports/console.hpp"
 #include "reports/reporter.hpp"
@@ -195,6 +196,20 @@ int merge_command(const Config& cfg) {
   }
 }
 
+// A model case's result for `repro` without --from: the case run here, in this process, without
+// timing, for its verdict and the layer localisation names (the caller checked the target exists).
+CaseResult run_for_repro(const Config& cfg, const RegisteredWorkload& w, const TargetSpec& target) {
+  std::cerr << "mpscheck: running " << w.workload->id() << " on " << target.str()
+            << " to find its first diverging layer (--from REPORT.json takes a run's result instead)\n";
+  if (cfg.threads > 0) at::set_num_threads(cfg.threads);
+  ExecuteOptions options;
+  options.target = target;
+  options.setup.seed = cfg.seed;
+  options.setup.quick = cfg.quick;
+  options.min_time_s = 0;
+  return execute_case(w, options);
+}
+
 int print_reproducer(const Config& cfg, const Registry& registry) {
   const std::string& id = cfg.arguments.front();
   const RegisteredWorkload* w = registry.find(id);
@@ -203,9 +218,41 @@ int print_reproducer(const Config& cfg, const Registry& registry) {
     return kExitUsage;
   }
   TargetSpec target = cfg.target;
-  if (target.device == "auto") target = resolve_target(target).spec;
-  const ReproTarget rt = repro_target(target, cfg.seed, cfg.quick);
-  if (cfg.script_only) {
+  ReproTarget rt;
+  std::optional<CaseResult> observed;
+  nlohmann::json env;
+  if (!cfg.from_report.empty()) {
+    try {
+      const RunReport from = read_json_report(cfg.from_report);
+      env = from.environment;
+      for (const auto& c : from.cases)
+        if (c.id == id) observed = c;
+      // The run's own target, seed and size, so the reproducer rebuilds what it ran.
+      if (observed && !observed->target.empty()) target = parse_target(observed->target);
+      rt = repro_target(target.device == "auto" ? resolve_target(target).spec : target,
+                        from.run.value("seed", cfg.seed), from.run.value("quick", cfg.quick));
+    } catch (const ReportError& e) {
+      std::cerr << "mpscheck: " << e.what() << '\n';
+      return kExitUsage;
+    } catch (const std::exception& e) {
+      std::cerr << "mpscheck: " << cfg.from_report << ": " << e.what() << '\n';
+      return kExitUsage;
+    }
+    if (!observed) {
+      std::cerr << "mpscheck: " << cfg.from_report << " has no case '" << id << "'\n";
+      return kExitUsage;
+    }
+  } else {
+    try {
+      if (target.device == "auto") target = resolve_target(target).spec;
+    } catch (const TargetUnavailable& e) {
+      std::cerr << "mpscheck: " << e.what() << '\n';
+      return kExitNoTarget;
+    }
+    rt = repro_target(target, cfg.seed, cfg.quick);
+  }
+  const bool model = w->workload->kind() == Kind::Model;
+  if (cfg.script_only && !model) {
     const std::string script = w->workload->reproducer(rt);
     if (script.empty()) {
       std::cerr << "mpscheck: case '" << id << "' cannot describe itself as a Python reproducer; drop --script for the "
@@ -215,26 +262,43 @@ int print_reproducer(const Config& cfg, const Registry& registry) {
     std::cout << script;
     return kExitOk;
   }
-  std::optional<CaseResult> observed;
-  nlohmann::json env;
-  if (!cfg.from_report.empty()) {
+  if (model && !observed) {
     try {
-      const RunReport from = read_json_report(cfg.from_report);
-      env = from.environment;
-      for (const auto& c : from.cases)
-        if (c.id == id) observed = c;
+      resolve_target(target);
+    } catch (const TargetUnavailable& e) {
+      std::cerr << "mpscheck: " << e.what() << '\n';
+      return kExitNoTarget;
+    }
+    observed = run_for_repro(cfg, *w, target);
+  }
+  // A localised model finding: the layer's op alone, its tensors saved beside the script.
+  std::optional<LayerScript> layer;
+  if (model && observed && !observed->first_diverging_layer.empty()) {
+    const std::string dir = cfg.report_dir + "/repro";
+    try {
+      layer = write_layer_reproducer(*w->workload, *observed, rt, dir);
     } catch (const ReportError& e) {
       std::cerr << "mpscheck: " << e.what() << '\n';
       return kExitUsage;
     }
-    if (!observed) {
-      std::cerr << "mpscheck: " << cfg.from_report << " has no case '" << id << "'\n";
+    if (!layer->script.empty())
+      std::cerr << "mpscheck: wrote the op-level reproducer of layer " << observed->first_diverging_layer << " to "
+                << layer->script_path << " and its input and parameters to " << layer->data_path << '\n';
+  }
+  if (cfg.script_only) {
+    if (!layer || layer->script.empty()) {
+      const std::string why = !observed || observed->status == Status::Pass ? "it passes on " + rt.device + " (" + rt.dtype + ")"
+                              : observed->first_diverging_layer.empty() ? "localisation named no layer (" + observed->message + ")"
+                                                                        : layer->missing;
+      std::cerr << "mpscheck: case '" << id << "' has no op-level reproducer: " << why
+                << "; drop --script for the bug report\n";
       return kExitUsage;
     }
-  } else {
-    env = collect_environment({target.str(), cfg.seed});
+    std::cout << layer->script;
+    return kExitOk;
   }
-  std::cout << render_bug_report(id, observed ? &*observed : nullptr, w->workload, env, rt);
+  if (env.is_null()) env = collect_environment({target.str(), cfg.seed});
+  std::cout << render_bug_report(id, observed ? &*observed : nullptr, w->workload, env, rt, layer ? &*layer : nullptr);
   return kExitOk;
 }
 
@@ -453,7 +517,12 @@ int report_run(const Config& cfg, RunReport& report, const RunInputs& inputs, co
                             const RegisteredWorkload* w = registry.find(id);
                             return w ? w->workload : nullptr;
                           },
-                          std::cout, use_color(STDOUT_FILENO)};
+                          std::cout, use_color(STDOUT_FILENO),
+                          [&](const CaseResult& finding, const std::string& dir) {
+                            const RegisteredWorkload* w = registry.find(finding.id);
+                            if (!w) return LayerScript{{}, {}, {}, "the case is not loaded"};
+                            return write_layer_reproducer(*w->workload, finding, rt, dir);
+                          }};
   const Written written = write_reports(cfg, ctx, /*merging=*/false);
   if (written == Written::RecordFailed) return kExitUsage;
   bool regressed = false;

@@ -2,6 +2,7 @@
 
 #include "reports/escape.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <stdexcept>
@@ -132,6 +133,7 @@ void to_json(nlohmann::json& j, const CaseResult& r) {
   }
   if (!r.first_diverging_layer.empty()) {
     j["first_diverging_layer"] = text(r.first_diverging_layer);
+    j["first_diverging_layer_call"] = r.first_diverging_layer_call;
     if (r.layer) j["layer"] = *r.layer;
   }
 }
@@ -170,6 +172,7 @@ void from_json(const nlohmann::json& j, CaseResult& r) {
   r.recommendation = recommendation_from_string(j.value("recommendation", ""));
   r.reason = j.value("reason", "");
   r.first_diverging_layer = j.value("first_diverging_layer", "");
+  r.first_diverging_layer_call = std::max(1, j.value("first_diverging_layer_call", 1));
   r.expected = j.value("expected", false);
   r.unexpected_pass = j.value("unexpected_pass", false);
   r.expectation = j.value("expectation", "");
