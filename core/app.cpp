@@ -210,6 +210,25 @@ CaseResult run_for_repro(const Config& cfg, const RegisteredWorkload& w, const T
   return execute_case(w, options);
 }
 
+// `expect --from REPORT`: a starting expectations file, to stdout or -o FILE.
+int expect_command(const Config& cfg) {
+  try {
+    const RunReport report = read_json_report(cfg.from_report);
+    const std::string text = expectations_from_report(report, cfg.from_report);
+    if (cfg.output_path.empty()) {
+      std::cout << text;
+    } else {
+      write_text_report(cfg.output_path, text);
+      std::cerr << "mpscheck: wrote " << cfg.output_path << " from " << cfg.from_report
+                << "; review each line before committing it\n";
+    }
+    return kExitOk;
+  } catch (const ReportError& e) {
+    std::cerr << "mpscheck: " << e.what() << '\n';
+    return kExitUsage;
+  }
+}
+
 int print_reproducer(const Config& cfg, const Registry& registry) {
   const std::string& id = cfg.arguments.front();
   const RegisteredWorkload* w = registry.find(id);
@@ -630,6 +649,7 @@ int run_mpscheck(int argc, char** argv) {
     case Command::Env: return print_env(cfg);
     case Command::Compare: return compare_command(cfg);
     case Command::Merge: return merge_command(cfg);
+    case Command::Expect: return expect_command(cfg);
     default: break;
   }
   try {

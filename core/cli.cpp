@@ -59,8 +59,8 @@ po::options_description visible_options() {
       ("expect", po::value<std::string>(), "known failures (see README): only unexpected results fail the run")
       ("baseline", po::value<std::string>(), "an earlier report.json: print regressions and fixes; a regression fails the run")
       ("shard", po::value<std::string>(), "run shard I of N (I/N, 1-based), or 'auto': the shard GTEST_SHARD_INDEX/GTEST_TOTAL_SHARDS name")
-      ("output,o", po::value<std::string>(), "merge: where to write the merged JSON report")
-      ("from", po::value<std::string>(), "repro: take the observed values from this report.json")
+      ("output,o", po::value<std::string>(), "merge: where to write the merged JSON report; expect: the expectations file")
+      ("from", po::value<std::string>(), "repro: take the observed values from this report.json; expect: the report to draft from")
       ("script", "repro: print only the Python reproducer");
   po::options_description misc("Other");
   misc.add_options()
@@ -74,6 +74,7 @@ po::options_description visible_options() {
                               "       mpscheck env\n"
                               "       mpscheck repro CASE_ID [--target T] [--from REPORT.json] [--script]\n"
                               "       mpscheck compare OLD.json NEW.json\n"
+                              "       mpscheck expect --from REPORT.json [-o FILE.expect]\n"
                               "       mpscheck merge A.json B.json ... -o OUT.json [" + merge_reports + "]\n");
   all.add(select).add(run).add(out).add(misc);
   return all;
@@ -121,7 +122,9 @@ Config parse_command_line(int argc, const char* const* argv, std::string* out_te
     else if (cmd == "repro") c.command = Command::Repro;
     else if (cmd == "compare") c.command = Command::Compare;
     else if (cmd == "merge") c.command = Command::Merge;
-    else throw UsageError(fmt::format("unknown command '{}'; commands: env, repro CASE_ID, compare OLD NEW, merge A B... -o OUT "
+    else if (cmd == "expect") c.command = Command::Expect;
+    else throw UsageError(fmt::format("unknown command '{}'; commands: env, repro CASE_ID, compare OLD NEW, merge A B... -o OUT, "
+                                      "expect --from REPORT "
                                       "(see 'mpscheck --help')", cmd));
   }
   if (vm.count("arguments")) c.arguments = vm["arguments"].as<std::vector<std::string>>();
@@ -133,6 +136,8 @@ Config parse_command_line(int argc, const char* const* argv, std::string* out_te
     throw UsageError("merge takes reports and an output: mpscheck merge A.json B.json ... -o OUT.json");
   if (c.command != Command::Repro && c.command != Command::Compare && c.command != Command::Merge && !c.arguments.empty())
     throw UsageError(fmt::format("unexpected argument '{}'; see 'mpscheck --help'", c.arguments.front()));
+  if (c.command == Command::Expect && !vm.count("from"))
+    throw UsageError("expect drafts an expectations file from a report: mpscheck expect --from REPORT.json [-o FILE.expect]");
   if (vm.count("worker")) c.command = Command::Worker;
 
   c.all = vm.count("all") > 0;

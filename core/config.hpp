@@ -12,7 +12,7 @@
 
 namespace mpscheck {
 
-enum class Command { Run, List, Worker, Env, Repro, Compare, Merge, Help, Version };
+enum class Command { Run, List, Worker, Env, Repro, Compare, Merge, Expect, Help, Version };
 
 struct Config {
   Command command = Command::Run;

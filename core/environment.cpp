@@ -51,6 +51,21 @@ std::string os_description() {
   return pretty;
 }
 
+// The OS's version alone, which expectation lines compare with (os>=14.4): macOS's product version
+// ("15.3"), else /etc/os-release's VERSION_ID ("12" on Debian 12); empty when neither is known.
+std::string os_version() {
+  if (auto mac = sysctl_string("kern.osproductversion"); !mac.empty()) return mac;
+  std::ifstream os("/etc/os-release");
+  for (std::string line; std::getline(os, line);) {
+    if (line.rfind("VERSION_ID=", 0) == 0) {
+      std::string v = line.substr(11);
+      v.erase(std::remove(v.begin(), v.end(), '"'), v.end());
+      return v;
+    }
+  }
+  return {};
+}
+
 std::string sysctl_string(const char* name) {
 #ifdef __APPLE__
   char buf[256];
@@ -164,6 +179,7 @@ nlohmann::json collect_environment(const EnvironmentInput& in) {
   env["torch_build"] = build_flags();
   env["parallel"] = at::get_parallel_info().substr(0, at::get_parallel_info().find("Environment variables"));
   env["os"] = os_description();
+  env["os_version"] = os_version();
   env["cpu"] = cpu_model();
   env["cores"] = std::thread::hardware_concurrency();
   env["threads"] = at::get_num_threads();

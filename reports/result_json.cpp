@@ -126,7 +126,9 @@ void to_json(nlohmann::json& j, const CaseResult& r) {
   j["target_time"] = r.target_time ? nlohmann::json(*r.target_time) : nlohmann::json();
   if (!r.signal.empty()) j["signal"] = r.signal;
   if (!r.phase.empty()) j["phase"] = text(r.phase);
-  if (r.expected || r.unexpected_pass) {
+  // A listed finding past its line's bound is neither expected nor an unexpected pass: the
+  // expectation text says which figure went past which bound.
+  if (r.expected || r.unexpected_pass || !r.expectation.empty()) {
     j["expected"] = r.expected;
     j["unexpected_pass"] = r.unexpected_pass;
     j["expectation"] = text(r.expectation);
