@@ -35,6 +35,7 @@
 #include <cerrno>
 #include <cstring>
 #include <fcntl.h>
+#include <map>
 #include <optional>
 #include <unistd.h>
 
@@ -168,7 +169,48 @@ int compare_command(const Config& cfg) {
   }
 }
 
+// merge --cells: runners side by side, each finding labelled by where it appears.
+int merge_cells_command(const Config& cfg) {
+  for (const auto& [flag, path] : cfg.report_destinations)
+    if (flag != "html") {
+      std::cerr << "mpscheck: merge --cells writes -o JSON and --html only; drop --" << flag << '\n';
+      return kExitUsage;
+    }
+  const std::string html = cfg.report_destinations.count("html") ? cfg.report_destinations.at("html") : "";
+  for (const auto& [flag, path] : std::vector<std::pair<std::string, std::string>>{{"-o", cfg.output_path}, {"--html", html}}) {
+    if (path.empty()) continue;
+    if (auto bad = unwritable_file(flag, path)) {
+      std::cerr << "mpscheck: " << *bad << '\n';
+      return kExitUsage;
+    }
+  }
+  try {
+    bool unexpected = false;
+    const CellMatrix m = merge_cells(cfg.arguments, unexpected);
+    write_text_report(cfg.output_path, cells_to_json(m).dump(2) + "\n");
+    if (!html.empty()) write_text_report(html, render_cells_html(m));
+    std::map<std::string, int> counts;
+    for (const auto& c : m.cases)
+      if (!c.label.empty()) ++counts[c.label];
+    std::cout << fmt::format("merged {} cells: {} cases; findings everywhere {}, cell-specific {}, new {}; into {}\n",
+                             m.cells.size(), m.cases.size(), counts["everywhere"], counts["cell-specific"], counts["new"],
+                             cfg.output_path);
+    for (const auto& c : m.cases) {
+      if (c.label != "cell-specific") continue;
+      std::string where;
+      for (size_t i = 0; i < m.cells.size(); ++i)
+        if (c.ran[i]) where += fmt::format("{}{} {}", where.empty() ? "" : ", ", m.cells[i].name, to_string(c.statuses[i]));
+      std::cout << "cell-specific: " << c.id << " (" << where << ")\n";
+    }
+    return unexpected ? kExitFindings : kExitOk;  // the same rule as a run's, over every cell
+  } catch (const ReportError& e) {
+    std::cerr << "mpscheck: " << e.what() << '\n';
+    return kExitUsage;
+  }
+}
+
 int merge_command(const Config& cfg) {
+  if (cfg.cells) return merge_cells_command(cfg);
   std::vector<std::pair<std::string, std::string>> files{{"-o", cfg.output_path}};
   for (const Reporter* r : reporters())
     if (r->in_merge() && r->destination() == Destination::File && cfg.report_destinations.count(r->flag()))

@@ -61,7 +61,9 @@ po::options_description visible_options() {
       ("shard", po::value<std::string>(), "run shard I of N (I/N, 1-based), or 'auto': the shard GTEST_SHARD_INDEX/GTEST_TOTAL_SHARDS name")
       ("output,o", po::value<std::string>(), "merge: where to write the merged JSON report; expect: the expectations file")
       ("from", po::value<std::string>(), "repro: take the observed values from this report.json; expect: the report to draft from")
-      ("script", "repro: print only the Python reproducer");
+      ("script", "repro: print only the Python reproducer")
+      ("cells", "merge: the reports come from several runners (cells), not shards: label each finding as "
+                "everywhere, cell-specific or new, in a case x cell matrix (-o JSON, --html)");
   po::options_description misc("Other");
   misc.add_options()
       ("help,h", "show this help")
@@ -75,7 +77,8 @@ po::options_description visible_options() {
                               "       mpscheck repro CASE_ID [--target T] [--from REPORT.json] [--script]\n"
                               "       mpscheck compare OLD.json NEW.json\n"
                               "       mpscheck expect --from REPORT.json [-o FILE.expect]\n"
-                              "       mpscheck merge A.json B.json ... -o OUT.json [" + merge_reports + "]\n");
+                              "       mpscheck merge A.json B.json ... -o OUT.json [" + merge_reports + "]\n"
+                              "       mpscheck merge --cells [NAME=]A.json [NAME=]B.json ... -o OUT.json [--html F]\n");
   all.add(select).add(run).add(out).add(misc);
   return all;
 }
@@ -192,6 +195,8 @@ Config parse_command_line(int argc, const char* const* argv, std::string* out_te
   text("output", c.output_path);
   text("from", c.from_report);
   c.script_only = vm.count("script") > 0;
+  c.cells = vm.count("cells") > 0;
+  if (c.cells && c.command != Command::Merge) throw UsageError("--cells goes with merge: mpscheck merge --cells A.json B.json -o OUT.json");
   // A test runner's GTEST_SHARD_* are read only when asked: an mpscheck started inside a sharded
   // test must not silently run a slice of its cases.
   const char* index = std::getenv("GTEST_SHARD_INDEX");

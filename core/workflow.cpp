@@ -497,4 +497,60 @@ RunReport merge_reports(const std::vector<std::string>& paths) {
   return merged;
 }
 
+CellMatrix merge_cells(const std::vector<std::string>& arguments, bool& unexpected) {
+  if (arguments.size() < 2)
+    throw ReportError("merge --cells compares at least two reports: mpscheck merge --cells [NAME=]A.json [NAME=]B.json ... -o OUT.json");
+  CellMatrix m;
+  std::vector<RunReport> reports;
+  std::map<std::string, int> names;
+  unexpected = false;
+  for (const auto& arg : arguments) {
+    std::string name, path = arg;
+    // NAME=FILE, unless the whole argument is a file (a file name may hold '=').
+    if (const auto eq = arg.find('='); eq != std::string::npos && eq > 0 && arg.find('/') > eq && !std::ifstream(arg)) {
+      name = arg.substr(0, eq);
+      path = arg.substr(eq + 1);
+    }
+    RunReport r = read_json_report(path);
+    Cell cell;
+    cell.file = path;
+    cell.target = r.run.value("target", env_text(r.environment, "target"));
+    cell.os = env_text(r.environment, "os");
+    cell.cpu = env_text(r.environment, "cpu");
+    cell.torch = env_text(r.environment, "torch_version");
+    cell.name = name.empty() ? (cell.target.empty() ? path : cell.target) : name;
+    if (names[cell.name]++) {
+      if (!name.empty()) throw ReportError(fmt::format("two cells are named '{}': give each report its own NAME=", name));
+      cell.name += " (" + path + ")";
+    }
+    unexpected = unexpected || has_unexpected(r.cases);
+    m.cells.push_back(std::move(cell));
+    reports.push_back(std::move(r));
+  }
+  std::map<std::string, CellCase> by_id;
+  const size_t n = reports.size();
+  for (size_t i = 0; i < n; ++i) {
+    for (const auto& c : reports[i].cases) {
+      CellCase& row = by_id[c.id];
+      if (row.id.empty()) {
+        row.id = c.id;
+        row.statuses.assign(n, Status::Skip);
+        row.ran.assign(n, false);
+        row.messages.assign(n, "");
+      }
+      if (row.ran[i])
+        throw ReportError(fmt::format("case {} is twice in {}: merge each runner's shards first (mpscheck merge)", c.id,
+                                      m.cells[i].file));
+      row.ran[i] = true;
+      row.statuses[i] = c.status;
+      if (is_finding(c.status)) row.messages[i] = c.message;
+    }
+  }
+  for (auto& [id, row] : by_id) {
+    row.label = cell_label(row.statuses, row.ran);
+    m.cases.push_back(std::move(row));
+  }
+  return m;
+}
+
 }  // namespace mpscheck

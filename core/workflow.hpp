@@ -1,6 +1,7 @@
 // CI workflow pieces: expectations (known failures), baselines (compare two runs), shards, merge.
 #pragma once
 
+#include "reports/cells.hpp"
 #include "reports/report.hpp"
 
 #include <regex>
@@ -98,5 +99,10 @@ std::vector<T> take_shard(const std::vector<T>& sorted, const Shard& s) {
 // One report from shard reports; a case id in two inputs is an error naming both files.
 RunReport merge_reports(const std::vector<std::string>& paths);
 
+// The reports of several runners ("cells") side by side, each argument `[NAME=]REPORT.json` (the
+// name defaults to the report's target), each finding labelled by where it appears
+// (reports/cells.hpp). `unexpected` is set when any cell has a finding its run did not expect, or
+// an unexpected pass: the rule a run exits 1 by. Throws ReportError naming a bad file.
+CellMatrix merge_cells(const std::vector<std::string>& arguments, bool& unexpected);
 
 }  // namespace mpscheck
