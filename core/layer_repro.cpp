@@ -116,8 +116,9 @@ if wrong:
     print("verdict: %s in %s is the wrong side of this op: %s." % (DEVICE, name, "; ".join(wrong)))
 else:
     print("verdict: %s in %s computes this op within what honest %s rounding explains (RMSE %.3g against %.3g). "
-          "The op alone does not reproduce the finding: inside the model this layer's input already carried the "
-          "error of the layers before it (%s)." % (DEVICE, name, name, target["rmse"], base_rmse, IN_MODEL))
+          "The op alone does not reproduce the finding: what mpscheck saw at this layer (%s) is this dtype's honest "
+          "rounding, or error the layer's input carried in from earlier layers or training steps."
+          % (DEVICE, name, name, target["rmse"], base_rmse, IN_MODEL))
 if os.environ.get("MPSCHECK_REPRO_JSON"):
     with open(os.environ["MPSCHECK_REPRO_JSON"], "w") as f:
         # For mpscheck's own tests: the float32 side's first values, to check the layer was rebuilt exactly.
