@@ -14,6 +14,7 @@
 #include "core/worker.hpp"
 #include "core/workflow.hpp"
 #include "core/input_spec.hpp"
+#include "core/layer_repro.hpp"
 #include "core/torchscript_workload.hpp"
 #include "reports/bug_report.hpp"
 #include "reports/console.hpp"
@@ -35,6 +36,7 @@
 #include <cerrno>
 #include <cstring>
 #include <fcntl.h>
+#include <map>
 #include <optional>
 #include <unistd.h>
 
@@ -168,7 +170,48 @@ int compare_command(const Config& cfg) {
   }
 }
 
+// merge --cells: runners side by side, each finding labelled by where it appears.
+int merge_cells_command(const Config& cfg) {
+  for (const auto& [flag, path] : cfg.report_destinations)
+    if (flag != "html") {
+      std::cerr << "mpscheck: merge --cells writes -o JSON and --html only; drop --" << flag << '\n';
+      return kExitUsage;
+    }
+  const std::string html = cfg.report_destinations.count("html") ? cfg.report_destinations.at("html") : "";
+  for (const auto& [flag, path] : std::vector<std::pair<std::string, std::string>>{{"-o", cfg.output_path}, {"--html", html}}) {
+    if (path.empty()) continue;
+    if (auto bad = unwritable_file(flag, path)) {
+      std::cerr << "mpscheck: " << *bad << '\n';
+      return kExitUsage;
+    }
+  }
+  try {
+    bool unexpected = false;
+    const CellMatrix m = merge_cells(cfg.arguments, unexpected);
+    write_text_report(cfg.output_path, cells_to_json(m).dump(2) + "\n");
+    if (!html.empty()) write_text_report(html, render_cells_html(m));
+    std::map<std::string, int> counts;
+    for (const auto& c : m.cases)
+      if (!c.label.empty()) ++counts[c.label];
+    std::cout << fmt::format("merged {} cells: {} cases; findings everywhere {}, cell-specific {}, new {}; into {}\n",
+                             m.cells.size(), m.cases.size(), counts["everywhere"], counts["cell-specific"], counts["new"],
+                             cfg.output_path);
+    for (const auto& c : m.cases) {
+      if (c.label != "cell-specific") continue;
+      std::string where;
+      for (size_t i = 0; i < m.cells.size(); ++i)
+        if (c.ran[i]) where += fmt::format("{}{} {}", where.empty() ? "" : ", ", m.cells[i].name, to_string(c.statuses[i]));
+      std::cout << "cell-specific: " << c.id << " (" << where << ")\n";
+    }
+    return unexpected ? kExitFindings : kExitOk;  // the same rule as a run's, over every cell
+  } catch (const ReportError& e) {
+    std::cerr << "mpscheck: " << e.what() << '\n';
+    return kExitUsage;
+  }
+}
+
 int merge_command(const Config& cfg) {
+  if (cfg.cells) return merge_cells_command(cfg);
   std::vector<std::pair<std::string, std::string>> files{{"-o", cfg.output_path}};
   for (const Reporter* r : reporters())
     if (r->in_merge() && r->destination() == Destination::File && cfg.report_destinations.count(r->flag()))
@@ -196,6 +239,39 @@ int merge_command(const Config& cfg) {
   }
 }
 
+// A model case's result for `repro` without --from: the case run here, in this process, without
+// timing, for its verdict and the layer localisation names (the caller checked the target exists).
+CaseResult run_for_repro(const Config& cfg, const RegisteredWorkload& w, const TargetSpec& target) {
+  std::cerr << "mpscheck: running " << w.workload->id() << " on " << target.str()
+            << " to find its first diverging layer (--from REPORT.json takes a run's result instead)\n";
+  if (cfg.threads > 0) at::set_num_threads(cfg.threads);
+  ExecuteOptions options;
+  options.target = target;
+  options.setup.seed = cfg.seed;
+  options.setup.quick = cfg.quick;
+  options.min_time_s = 0;
+  return execute_case(w, options);
+}
+
+// `expect --from REPORT`: a starting expectations file, to stdout or -o FILE.
+int expect_command(const Config& cfg) {
+  try {
+    const RunReport report = read_json_report(cfg.from_report);
+    const std::string text = expectations_from_report(report, cfg.from_report);
+    if (cfg.output_path.empty()) {
+      std::cout << text;
+    } else {
+      write_text_report(cfg.output_path, text);
+      std::cerr << "mpscheck: wrote " << cfg.output_path << " from " << cfg.from_report
+                << "; review each line before committing it\n";
+    }
+    return kExitOk;
+  } catch (const ReportError& e) {
+    std::cerr << "mpscheck: " << e.what() << '\n';
+    return kExitUsage;
+  }
+}
+
 int print_reproducer(const Config& cfg, const Registry& registry) {
   const std::string& id = cfg.arguments.front();
   const RegisteredWorkload* w = registry.find(id);
@@ -204,9 +280,41 @@ int print_reproducer(const Config& cfg, const Registry& registry) {
     return kExitUsage;
   }
   TargetSpec target = cfg.target;
-  if (target.device == "auto") target = resolve_target(target).spec;
-  const ReproTarget rt = repro_target(target, cfg.seed, cfg.quick);
-  if (cfg.script_only) {
+  ReproTarget rt;
+  std::optional<CaseResult> observed;
+  nlohmann::json env;
+  if (!cfg.from_report.empty()) {
+    try {
+      const RunReport from = read_json_report(cfg.from_report);
+      env = from.environment;
+      for (const auto& c : from.cases)
+        if (c.id == id) observed = c;
+      // The run's own target, seed and size, so the reproducer rebuilds what it ran.
+      if (observed && !observed->target.empty()) target = parse_target(observed->target);
+      rt = repro_target(target.device == "auto" ? resolve_target(target).spec : target,
+                        from.run.value("seed", cfg.seed), from.run.value("quick", cfg.quick));
+    } catch (const ReportError& e) {
+      std::cerr << "mpscheck: " << e.what() << '\n';
+      return kExitUsage;
+    } catch (const std::exception& e) {
+      std::cerr << "mpscheck: " << cfg.from_report << ": " << e.what() << '\n';
+      return kExitUsage;
+    }
+    if (!observed) {
+      std::cerr << "mpscheck: " << cfg.from_report << " has no case '" << id << "'\n";
+      return kExitUsage;
+    }
+  } else {
+    try {
+      if (target.device == "auto") target = resolve_target(target).spec;
+    } catch (const TargetUnavailable& e) {
+      std::cerr << "mpscheck: " << e.what() << '\n';
+      return kExitNoTarget;
+    }
+    rt = repro_target(target, cfg.seed, cfg.quick);
+  }
+  const bool model = w->workload->kind() == Kind::Model;
+  if (cfg.script_only && !model) {
     const std::string script = w->workload->reproducer(rt);
     if (script.empty()) {
       std::cerr << "mpscheck: case '" << id << "' cannot describe itself as a Python reproducer; drop --script for the "
@@ -216,26 +324,43 @@ int print_reproducer(const Config& cfg, const Registry& registry) {
     std::cout << script;
     return kExitOk;
   }
-  std::optional<CaseResult> observed;
-  nlohmann::json env;
-  if (!cfg.from_report.empty()) {
+  if (model && !observed) {
     try {
-      const RunReport from = read_json_report(cfg.from_report);
-      env = from.environment;
-      for (const auto& c : from.cases)
-        if (c.id == id) observed = c;
+      resolve_target(target);
+    } catch (const TargetUnavailable& e) {
+      std::cerr << "mpscheck: " << e.what() << '\n';
+      return kExitNoTarget;
+    }
+    observed = run_for_repro(cfg, *w, target);
+  }
+  // A localised model finding: the layer's op alone, its tensors saved beside the script.
+  std::optional<LayerScript> layer;
+  if (model && observed && !observed->first_diverging_layer.empty()) {
+    const std::string dir = cfg.report_dir + "/repro";
+    try {
+      layer = write_layer_reproducer(*w->workload, *observed, rt, dir);
     } catch (const ReportError& e) {
       std::cerr << "mpscheck: " << e.what() << '\n';
       return kExitUsage;
     }
-    if (!observed) {
-      std::cerr << "mpscheck: " << cfg.from_report << " has no case '" << id << "'\n";
+    if (!layer->script.empty())
+      std::cerr << "mpscheck: wrote the op-level reproducer of layer " << observed->first_diverging_layer << " to "
+                << layer->script_path << " and its input and parameters to " << layer->data_path << '\n';
+  }
+  if (cfg.script_only) {
+    if (!layer || layer->script.empty()) {
+      const std::string why = !observed || observed->status == Status::Pass ? "it passes on " + rt.device + " (" + rt.dtype + ")"
+                              : observed->first_diverging_layer.empty() ? "localisation named no layer (" + observed->message + ")"
+                                                                        : layer->missing;
+      std::cerr << "mpscheck: case '" << id << "' has no op-level reproducer: " << why
+                << "; drop --script for the bug report\n";
       return kExitUsage;
     }
-  } else {
-    env = collect_environment({target.str(), cfg.seed});
+    std::cout << layer->script;
+    return kExitOk;
   }
-  std::cout << render_bug_report(id, observed ? &*observed : nullptr, w->workload, env, rt);
+  if (env.is_null()) env = collect_environment({target.str(), cfg.seed});
+  std::cout << render_bug_report(id, observed ? &*observed : nullptr, w->workload, env, rt, layer ? &*layer : nullptr);
   return kExitOk;
 }
 
@@ -456,7 +581,12 @@ int report_run(const Config& cfg, RunReport& report, const RunInputs& inputs, co
                             const RegisteredWorkload* w = registry.find(id);
                             return w ? w->workload : nullptr;
                           },
-                          std::cout, use_color(STDOUT_FILENO)};
+                          std::cout, use_color(STDOUT_FILENO),
+                          [&](const CaseResult& finding, const std::string& dir) {
+                            const RegisteredWorkload* w = registry.find(finding.id);
+                            if (!w) return LayerScript{{}, {}, {}, "the case is not loaded"};
+                            return write_layer_reproducer(*w->workload, finding, rt, dir);
+                          }};
   const Written written = write_reports(cfg, ctx, /*merging=*/false);
   if (written == Written::RecordFailed) return kExitUsage;
   bool regressed = false;
@@ -575,6 +705,7 @@ int run_mpscheck(int argc, char** argv) {
     case Command::Env: return print_env(cfg);
     case Command::Compare: return compare_command(cfg);
     case Command::Merge: return merge_command(cfg);
+    case Command::Expect: return expect_command(cfg);
     default: break;
   }
   try {

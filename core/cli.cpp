@@ -63,9 +63,11 @@ po::options_description visible_options() {
       ("expect", po::value<std::string>(), "known failures (see README): only unexpected results fail the run")
       ("baseline", po::value<std::string>(), "an earlier report.json: print regressions and fixes; a regression fails the run")
       ("shard", po::value<std::string>(), "run shard I of N (I/N, 1-based), or 'auto': the shard GTEST_SHARD_INDEX/GTEST_TOTAL_SHARDS name")
-      ("output,o", po::value<std::string>(), "merge: where to write the merged JSON report")
-      ("from", po::value<std::string>(), "repro: take the observed values from this report.json")
-      ("script", "repro: print only the Python reproducer");
+      ("output,o", po::value<std::string>(), "merge: where to write the merged JSON report; expect: the expectations file")
+      ("from", po::value<std::string>(), "repro: take the observed values from this report.json; expect: the report to draft from")
+      ("script", "repro: print only the Python reproducer")
+      ("cells", "merge: the reports come from several runners (cells), not shards: label each finding as "
+                "everywhere, cell-specific or new, in a case x cell matrix (-o JSON, --html)");
   po::options_description misc("Other");
   misc.add_options()
       ("help,h", "show this help")
@@ -78,7 +80,9 @@ po::options_description visible_options() {
                               "       mpscheck env\n"
                               "       mpscheck repro CASE_ID [--target T] [--from REPORT.json] [--script]\n"
                               "       mpscheck compare OLD.json NEW.json\n"
-                              "       mpscheck merge A.json B.json ... -o OUT.json [" + merge_reports + "]\n");
+                              "       mpscheck expect --from REPORT.json [-o FILE.expect]\n"
+                              "       mpscheck merge A.json B.json ... -o OUT.json [" + merge_reports + "]\n"
+                              "       mpscheck merge --cells [NAME=]A.json [NAME=]B.json ... -o OUT.json [--html F]\n");
   all.add(select).add(run).add(out).add(misc);
   return all;
 }
@@ -125,7 +129,9 @@ Config parse_command_line(int argc, const char* const* argv, std::string* out_te
     else if (cmd == "repro") c.command = Command::Repro;
     else if (cmd == "compare") c.command = Command::Compare;
     else if (cmd == "merge") c.command = Command::Merge;
-    else throw UsageError(fmt::format("unknown command '{}'; commands: env, repro CASE_ID, compare OLD NEW, merge A B... -o OUT "
+    else if (cmd == "expect") c.command = Command::Expect;
+    else throw UsageError(fmt::format("unknown command '{}'; commands: env, repro CASE_ID, compare OLD NEW, merge A B... -o OUT, "
+                                      "expect --from REPORT "
                                       "(see 'mpscheck --help')", cmd));
   }
   if (vm.count("arguments")) c.arguments = vm["arguments"].as<std::vector<std::string>>();
@@ -137,6 +143,8 @@ Config parse_command_line(int argc, const char* const* argv, std::string* out_te
     throw UsageError("merge takes reports and an output: mpscheck merge A.json B.json ... -o OUT.json");
   if (c.command != Command::Repro && c.command != Command::Compare && c.command != Command::Merge && !c.arguments.empty())
     throw UsageError(fmt::format("unexpected argument '{}'; see 'mpscheck --help'", c.arguments.front()));
+  if (c.command == Command::Expect && !vm.count("from"))
+    throw UsageError("expect drafts an expectations file from a report: mpscheck expect --from REPORT.json [-o FILE.expect]");
   if (vm.count("worker")) c.command = Command::Worker;
 
   c.all = vm.count("all") > 0;
@@ -191,6 +199,8 @@ Config parse_command_line(int argc, const char* const* argv, std::string* out_te
   text("output", c.output_path);
   text("from", c.from_report);
   c.script_only = vm.count("script") > 0;
+  c.cells = vm.count("cells") > 0;
+  if (c.cells && c.command != Command::Merge) throw UsageError("--cells goes with merge: mpscheck merge --cells A.json B.json -o OUT.json");
   // A test runner's GTEST_SHARD_* are read only when asked: an mpscheck started inside a sharded
   // test must not silently run a slice of its cases.
   const char* index = std::getenv("GTEST_SHARD_INDEX");

@@ -12,7 +12,7 @@
 
 namespace mpscheck {
 
-enum class Command { Run, List, Worker, Env, Repro, Compare, Merge, Help, Version };
+enum class Command { Run, List, Worker, Env, Repro, Compare, Merge, Expect, Help, Version };
 
 struct Config {
   Command command = Command::Run;
@@ -43,7 +43,8 @@ struct Config {
   std::string shard_note;              // where the shard came from, or why GTEST_* were not used
   std::string output_path;             // merge -o OUT.json
   std::string from_report;             // repro --from REPORT.json
-  bool script_only = false;            // repro --script: the Python reproducer alone
+  bool script_only = false;
+  bool cells = false;                  // merge --cells: the reports are runners side by side, not shards            // repro --script: the Python reproducer alone
 
   double min_time() const { return min_time_s >= 0 ? min_time_s : (quick ? 0.02 : 0.2); }
   double timeout_for_model() const { return timeout_s > 0 ? timeout_s : (quick ? 300 : 1800); }

@@ -51,6 +51,21 @@ std::string os_description() {
   return pretty;
 }
 
+// The OS's version alone, which expectation lines compare with (os>=14.4): macOS's product version
+// ("15.3"), else /etc/os-release's VERSION_ID ("12" on Debian 12); empty when neither is known.
+std::string os_version() {
+  if (auto mac = sysctl_string("kern.osproductversion"); !mac.empty()) return mac;
+  std::ifstream os("/etc/os-release");
+  for (std::string line; std::getline(os, line);) {
+    if (line.rfind("VERSION_ID=", 0) == 0) {
+      std::string v = line.substr(11);
+      v.erase(std::remove(v.begin(), v.end(), '"'), v.end());
+      return v;
+    }
+  }
+  return {};
+}
+
 std::string sysctl_string(const char* name) {
 #ifdef __APPLE__
   char buf[256];
@@ -112,6 +127,31 @@ std::vector<std::string> loaded_blas_libraries() {
   return {libs.begin(), libs.end()};
 }
 
+std::vector<std::string> openmp_runtimes_among(const std::vector<std::string>& loaded_paths) {
+  std::set<std::string> runtimes;
+  for (const auto& path : loaded_paths) {
+    const std::string base = path.substr(path.rfind('/') + 1);
+    // The name, then a version or a wheel's hash (libgomp.so.1, libgomp-a34b3233.so.1, libiomp5.so), never
+    // a longer name (libompl, a motion-planning library).
+    for (const std::string name : {"libgomp", "libiomp5", "libomp"})
+      if (base.rfind(name, 0) == 0 && base.size() > name.size() && (base[name.size()] == '.' || base[name.size()] == '-') &&
+          (base.find(".so") != std::string::npos || base.find(".dylib") != std::string::npos))
+        runtimes.insert(path);
+  }
+  return {runtimes.begin(), runtimes.end()};
+}
+
+std::vector<std::string> loaded_libraries() {
+  std::set<std::string> libs;
+#ifdef __APPLE__
+  for (uint32_t i = 0; i < _dyld_image_count(); ++i) libs.insert(_dyld_get_image_name(i));
+#endif
+  std::ifstream maps("/proc/self/maps");
+  for (std::string line; std::getline(maps, line);)
+    if (const auto slash = line.find('/'); slash != std::string::npos) libs.insert(line.substr(slash));
+  return {libs.begin(), libs.end()};
+}
+
 std::string blas_name(const std::string& parallel_info, const std::string& build_config,
                       const std::vector<std::string>& loaded_libraries) {
   std::vector<std::string> said;
@@ -164,12 +204,14 @@ nlohmann::json collect_environment(const EnvironmentInput& in) {
   env["torch_build"] = build_flags();
   env["parallel"] = at::get_parallel_info().substr(0, at::get_parallel_info().find("Environment variables"));
   env["os"] = os_description();
+  env["os_version"] = os_version();
   env["cpu"] = cpu_model();
   env["cores"] = std::thread::hardware_concurrency();
   env["threads"] = at::get_num_threads();
   const std::vector<std::string> blas_libraries = loaded_blas_libraries();
   env["blas"] = blas_name(at::get_parallel_info(), at::show_config(), blas_libraries);
   env["blas_libraries"] = blas_libraries;
+  env["openmp_runtimes"] = openmp_runtimes_among(loaded_libraries());
   env["matmul_gflops"] = std::round(measured_matmul_gflops() * 10) / 10;
   env["target"] = in.target;
   env["available_devices"] = available_devices();
@@ -222,6 +264,14 @@ std::vector<std::string> environment_warnings(const nlohmann::json& env) {
   if (threads > 0 && cores > 0 && threads < cores)
     w.push_back(fmt::format("LibTorch uses {} of {} cores for the CPU baseline; pass --threads {} for the "
                             "fastest CPU it can be", threads, cores, cores));
+  const nlohmann::json omp = env.value("openmp_runtimes", nlohmann::json::array());
+  if (omp.is_array() && omp.size() > 1) {
+    std::string list;
+    for (const auto& p : omp) list += (list.empty() ? "" : ", ") + (p.is_string() ? p.get<std::string>() : p.dump());
+    w.push_back(fmt::format("{} OpenMP runtimes are loaded in one process ({}): their thread pools compete, which "
+                            "slows the CPU baseline and can crash it; load one (e.g. the wheel's own libgomp)",
+                            omp.size(), list));
+  }
   return w;
 }
 

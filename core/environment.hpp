@@ -28,6 +28,12 @@ std::vector<std::string> environment_warnings(const nlohmann::json& env);
 // check that holds whatever the linking.
 std::vector<std::string> loaded_blas_libraries();
 
+// Every shared library loaded in the process (its map on Linux, dyld's images on macOS).
+std::vector<std::string> loaded_libraries();
+// The OpenMP runtimes among `loaded_paths` (libgomp, libiomp5, libomp). More than one in a process
+// (a wheel's libgomp beside Homebrew's libomp) is a warning: what a triager asks about first.
+std::vector<std::string> openmp_runtimes_among(const std::vector<std::string>& loaded_paths);
+
 // The BLAS the CPU baseline uses, named from what LibTorch itself reports: the library version ATen
 // prints in its parallel info ("Intel(R) oneAPI Math Kernel Library Version 2024.2..."), its build
 // configuration (`show_config()`'s BLAS_INFO=...) and the BLAS libraries loaded in the process. A

@@ -212,6 +212,16 @@ void attribute(const Workload& w, const ExecuteOptions& options, const Outputs& 
   decide_attribution(failing, v, r.attribution);
 }
 
+// A trace's layer outputs by (name, call): a network may run one layer several times in a pass
+// (DCGAN's D scores real images, then fakes twice), and only its k-th call on one side is its
+// k-th call on the other.
+std::map<std::pair<std::string, int>, at::Tensor> layers_by_call(const Outputs& layers) {
+  std::map<std::pair<std::string, int>, at::Tensor> m;
+  std::map<std::string, int> calls;
+  for (const auto& o : layers) m[{o.name, calls[o.name]++}] = o.value;
+  return m;
+}
+
 // Names the first traced layer whose output diverges between reference and target (judged like
 // the case itself: plain tolerance, then float64 attribution), so a report points at an op.
 void localise(const Workload& w, const ExecuteOptions& options, c10::Device device, c10::ScalarType dtype,
@@ -226,10 +236,13 @@ void localise(const Workload& w, const ExecuteOptions& options, c10::Device devi
     r.message += "; layer tracing failed (" + exception_text(std::current_exception()) + ")";
     return;
   }
-  const auto target_by_name = by_name(tgt_layers);
+  const auto target_by_call = layers_by_call(tgt_layers);
+  std::map<std::pair<std::string, int>, at::Tensor> gold_by_call;
+  std::map<std::string, int> calls;  // of each layer so far in the reference's trace
   for (const auto& layer : ref_layers) {
-    auto t = target_by_name.find(layer.name);
-    if (t == target_by_name.end()) continue;
+    const int call = calls[layer.name]++;
+    auto t = target_by_call.find({layer.name, call});
+    if (t == target_by_call.end()) continue;
     OutputReport rep = compare_tensors(layer.name, layer.value, t->second, tol, dtype);
     if (rep.ok) continue;
     Attribution a;
@@ -237,19 +250,22 @@ void localise(const Workload& w, const ExecuteOptions& options, c10::Device devi
       if (gold_layers.empty()) {
         try {
           gold_layers = w.instantiate(options.setup, Placement{c10::Device(c10::kCPU), c10::kDouble, Side::Gold})->trace_layers();
+          gold_by_call = layers_by_call(gold_layers);
         } catch (...) {
         }
       }
-      const auto gold_by_name = by_name(gold_layers);
-      if (auto g = gold_by_name.find(layer.name); g != gold_by_name.end() && rep.rule.empty()) {
+      if (auto g = gold_by_call.find({layer.name, call}); g != gold_by_call.end() && rep.rule.empty()) {
         a = attribute_with_gold(g->second, layer.value, t->second, dtype, tol);
         if (a.measured) rep.rmse_reference = a.rmse_reference, rep.rmse_target = a.rmse_target;
       }
     }
     if (!layer_diverges(rep, &a)) continue;  // float32 itself is what differs here
     r.first_diverging_layer = layer.name;
-    r.message += fmt::format("; first diverging layer: {} ({} of {} elements, max abs error {:.3g})", layer.name,
-                             rep.mismatches, rep.numel, rep.max_abs);
+    r.first_diverging_layer_call = call + 1;
+    const int runs = std::count_if(ref_layers.begin(), ref_layers.end(), [&](const Output& o) { return o.name == layer.name; });
+    r.message += fmt::format("; first diverging layer: {}{} ({} of {} elements, max abs error {:.3g})", layer.name,
+                             runs > 1 ? fmt::format(" (call {} of {})", call + 1, runs) : std::string(), rep.mismatches,
+                             rep.numel, rep.max_abs);
     r.layer = std::move(rep);
     return;
   }

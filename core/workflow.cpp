@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <fstream>
 #include <map>
 #include <set>
@@ -68,7 +69,8 @@ std::vector<Expectation> parse_expectations(const std::string& text, const std::
     if (words.empty() || words[0][0] == '#') continue;
     auto fail = [&](const std::string& what) {
       return ExpectationError(fmt::format("{}:{}: {} (line: '{}'); the format is PATTERN STATUS[|STATUS] "
-                                          "[target=T] [torch>=X] [torch<X] [os=TEXT] [max_abs<=X] [max_rel<=X] "
+                                          "[target=T] [torch>=X] [torch<X] [os=TEXT] [os>=X] [os<X] [chip=TEXT] "
+                                          "[gpu=TEXT] [tier=NAME] [cause=CAUSE] [max_abs<=X] [max_rel<=X] "
                                           "[count<=N] [# reason]",
                                           file_name, n, what, raw));
     };
@@ -86,6 +88,19 @@ std::vector<Expectation> parse_expectations(const std::string& text, const std::
       if (used == 0 || used != text.size() || !std::isfinite(v) || v < 0 || (whole && v != std::floor(v)))
         throw fail(fmt::format("'{}' needs a {} after '{}'", w, whole ? "whole number" : "number",
                                w.substr(0, skip)));
+      return v;
+    };
+    // A key's text: not empty.
+    auto value = [&](const std::string& w, std::size_t skip) {
+      if (w.size() == skip) throw fail(fmt::format("'{}' needs a value", w));
+      return w.substr(skip);
+    };
+    // A version: numbers separated by dots (15, 14.4, 26.0.1).
+    auto version = [&](const std::string& w, std::size_t skip) {
+      const std::string v = w.substr(skip);
+      const bool ok = !v.empty() && v.front() != '.' && v.back() != '.' && v.find("..") == std::string::npos &&
+                      v.find_first_not_of("0123456789.") == std::string::npos;
+      if (!ok) throw fail(fmt::format("'{}' needs a version after '{}' (numbers and dots, e.g. 14.4)", w, w.substr(0, skip)));
       return v;
     };
     Expectation e;
@@ -114,10 +129,28 @@ std::vector<Expectation> parse_expectations(const std::string& text, const std::
       else if (w.rfind("os=", 0) == 0) e.os = w.substr(3);
       else if (w.rfind("torch>=", 0) == 0) e.torch_min = w.substr(7);
       else if (w.rfind("torch<", 0) == 0) e.torch_below = w.substr(6);
+      else if (w.rfind("os>=", 0) == 0) e.os_min = version(w, 4);
+      else if (w.rfind("os<", 0) == 0) e.os_below = version(w, 3);
+      else if (w.rfind("chip=", 0) == 0) e.chip = value(w, 5);
+      else if (w.rfind("gpu=", 0) == 0) e.gpu = value(w, 4);
+      else if (w.rfind("tier=", 0) == 0) e.tier = value(w, 5);
+      else if (w.rfind("cause=", 0) == 0) e.cause = value(w, 6);
       else if (w.rfind("max_abs<=", 0) == 0) e.max_abs = bound(w, 9);
       else if (w.rfind("max_rel<=", 0) == 0) e.max_rel = bound(w, 9);
       else if (w.rfind("count<=", 0) == 0) e.count = static_cast<std::int64_t>(bound(w, 7, true));
       else throw fail(fmt::format("unknown condition '{}'", w));
+    }
+    if (!e.cause.empty()) {
+      static const std::map<std::string, std::vector<std::string>> kCauses{
+          {"unimplemented", {"unsupported", "fallback"}}, {"accuracy", {"mismatch", "nan"}},
+          {"crash", {"crash", "timeout", "error"}},      {"performance", {}}};
+      const auto cause = kCauses.find(e.cause);
+      if (cause == kCauses.end())
+        throw fail(fmt::format("unknown cause '{}' (use unimplemented, accuracy, crash or performance)", e.cause));
+      for (const auto& st : e.statuses)
+        if (std::find(cause->second.begin(), cause->second.end(), st) == cause->second.end())
+          throw fail(fmt::format("status '{}' is never of cause '{}'{}", st, e.cause,
+                                 e.cause == "performance" ? " (a performance line takes * as its status)" : ""));
     }
     e.reason = reason;
     while (!e.reason.empty() && e.reason.front() == ' ') e.reason.erase(0, 1);
@@ -148,20 +181,85 @@ std::string exceeded_bound(const Expectation& e, const CaseResult& c) {
 }
 }  // namespace
 
+std::string cause_of(const CaseResult& c) {
+  switch (c.status) {
+    case Status::Unsupported:
+    case Status::Fallback: return "unimplemented";
+    case Status::Mismatch:
+    case Status::Nan: return "accuracy";
+    case Status::Crash:
+    case Status::Timeout:
+    case Status::Error: return "crash";
+    case Status::Pass: return c.speed_class == SpeedClass::Slower ? "performance" : "";
+    default: return "";
+  }
+}
+
+std::string os_version_of(const nlohmann::json& environment) {
+  if (const auto v = environment.find("os_version"); v != environment.end() && v->is_string() && !v->get<std::string>().empty())
+    return v->get<std::string>();
+  const std::string os = environment.value("os", "");
+  const auto start = os.find_first_of("0123456789");
+  if (start == std::string::npos) return {};
+  return os.substr(start, os.find_first_not_of("0123456789.", start) - start);
+}
+
+namespace {
+// `part` anywhere in `whole`, in any case.
+bool contains_text(std::string whole, std::string part) {
+  auto lower = [](std::string& s) {
+    for (auto& ch : s) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  };
+  lower(whole);
+  lower(part);
+  return whole.find(part) != std::string::npos;
+}
+
+std::string env_text(const nlohmann::json& env, const char* key) {
+  const auto it = env.find(key);
+  return it != env.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+}  // namespace
+
 void apply_expectations(const std::vector<Expectation>& expectations, const nlohmann::json& environment,
                         const std::string& target, std::vector<CaseResult>& cases) {
   const std::string torch = environment.value("torch_version", "");
   const std::string os = environment.value("os", "");
+  const std::string os_version = os_version_of(environment);
+  const std::string chip = env_text(environment, "chip").empty() ? env_text(environment, "cpu") : env_text(environment, "chip");
+  const std::string gpu = env_text(environment, "gpu_family");
+  const std::string tier = env_text(environment, "tier").empty() ? "native" : env_text(environment, "tier");
   for (auto& c : cases) {
     c.expected = c.unexpected_pass = false;
     c.expectation.clear();
+    const std::string cause = cause_of(c);
     for (const auto& e : expectations) {
       if (!std::regex_match(c.id, e.pattern)) continue;
       if (!e.target.empty() && !target_matches(e.target, target)) continue;
       if (!e.os.empty() && os.find(e.os) == std::string::npos) continue;
       if (!e.torch_min.empty() && compare_versions(torch, e.torch_min) < 0) continue;
       if (!e.torch_below.empty() && compare_versions(torch, e.torch_below) >= 0) continue;
+      // An OS range never applies where the OS version is unknown.
+      if (!e.os_min.empty() && (os_version.empty() || compare_versions(os_version, e.os_min) < 0)) continue;
+      if (!e.os_below.empty() && (os_version.empty() || compare_versions(os_version, e.os_below) >= 0)) continue;
+      if (!e.chip.empty() && !contains_text(chip, e.chip)) continue;
+      if (!e.gpu.empty() && (gpu.empty() || !contains_text(gpu, e.gpu))) continue;
+      if (!e.tier.empty() && e.tier != tier) continue;
       const std::string why = fmt::format("line {}{}{}", e.line, e.reason.empty() ? "" : ": ", e.reason);
+      if (e.cause == "performance") {
+        // Known slow: expected while the timed case stays slower; listed but no longer slower, the
+        // line should go. A case this run did not time says nothing either way.
+        if (c.status != Status::Pass || !c.timed || !c.target_time) continue;
+        if (cause == "performance") {
+          c.expected = true;
+          c.expectation = "expected (" + why + ")";
+        } else {
+          c.unexpected_pass = true;
+          c.expectation = "listed as slower (" + why + ") but is no longer slower: remove the line";
+        }
+        break;
+      }
+      if (!e.cause.empty() && c.status != Status::Pass && e.cause != cause) continue;
       if (c.status == Status::Pass) {
         c.unexpected_pass = true;
         c.expectation = "listed as a known failure (" + why + ") but passes now: remove the line";
@@ -180,6 +278,126 @@ void apply_expectations(const std::vector<Expectation>& expectations, const nloh
       break;
     }
   }
+}
+
+namespace {
+
+// A regex matching exactly `id`.
+std::string exact_pattern(const std::string& id) {
+  std::string out = "^";
+  for (char ch : id) {
+    if (std::strchr(".[]{}()\\*+?^$|", ch)) out += '\\';
+    out += ch;
+  }
+  return out + "$";
+}
+
+// Twice `v`, rounded up to two significant digits: a bound with room for noise that a finding
+// ten times worse still passes.
+std::string bound_above(double v) {
+  const double twice = 2 * v;
+  const double step = std::pow(10.0, std::floor(std::log10(twice)) - 1);
+  return fmt::format("{:.3g}", std::ceil(twice / step - 1e-9) * step);
+}
+
+std::string one_line(const std::string& text, size_t limit) {
+  std::string out;
+  for (char ch : text) {
+    const bool space = ch == '\n' || ch == '\r' || ch == '\t' || ch == ' ';
+    if (space && (out.empty() || out.back() == ' ')) continue;
+    out += space ? ' ' : ch;
+  }
+  while (!out.empty() && out.back() == ' ') out.pop_back();
+  return out.size() > limit ? out.substr(0, limit) + "..." : out;
+}
+
+// The finding in a few words: the missing kernel, the output and figures and which side float64
+// blames, or the message.
+std::string finding_reason(const CaseResult& c) {
+  const std::string msg = one_line(c.message, 400);
+  static const std::regex kernel(R"re("?([\w:]+)"? not implemented for '(\w+)')re");
+  std::smatch m;
+  if (c.status == Status::Unsupported && std::regex_search(msg, m, kernel))
+    return fmt::format("no {} {} kernel for {}", c.target, m[2].str(), m[1].str());
+  if ((c.status == Status::Mismatch || c.status == Status::Nan) && !c.outputs.empty()) {
+    const OutputReport* worst = nullptr;
+    for (const auto& o : c.outputs)
+      if (!o.ok && (!worst || o.mismatches > worst->mismatches)) worst = &o;
+    if (worst) {
+      const std::int64_t new_non_finite =
+          worst->nan_target + worst->inf_target - worst->nan_reference - worst->inf_reference;
+      std::string r = new_non_finite > 0
+                          ? fmt::format("{}: {} NaN/Inf where the reference is finite", worst->name, new_non_finite)
+                          : fmt::format("{}: {} of {} elements off, max abs error {:.3g}", worst->name,
+                                        worst->mismatches, worst->numel, worst->max_abs);
+      if (c.attribution == "target") r += "; against float64 the target is the wrong side";
+      else if (c.attribution == "float32") r += "; against float64 float32 is the fragile side";
+      if (!c.first_diverging_layer.empty()) r += "; first diverging layer " + c.first_diverging_layer;
+      return r;
+    }
+  }
+  return fmt::format("{}: {}", to_string(c.status), one_line(c.message, 160));
+}
+
+}  // namespace
+
+std::string expectations_from_report(const RunReport& report, const std::string& report_name) {
+  const nlohmann::json& env = report.environment;
+  const std::string target = report.run.value("target", env_text(env, "target"));
+  const std::string torch = env_text(env, "torch_version");
+  const auto parts = split(torch, '.');
+  std::string keys = target.empty() ? "" : "target=" + target;
+  if (parts.size() >= 2) {
+    long minor = 0;
+    try {
+      minor = std::stol(parts[1]);
+    } catch (...) {
+    }
+    keys += fmt::format("  torch>={}.{} torch<{}.{}", parts[0], parts[1], parts[0], minor + 1);
+  }
+  // Keyed to the OS family, and on macOS to its major version: the same finding on another macOS
+  // major is a line of its own (runner images differ between macos-15 and macos-26).
+  const std::string os = env_text(env, "os");
+  const std::string os_version = os_version_of(env);
+  if (os.find("macOS") != std::string::npos) {
+    keys += "  os=macOS";
+    const auto major = split(os_version, '.');
+    if (!major.empty() && !major[0].empty()) {
+      long m = 0;
+      try {
+        m = std::stol(major[0]);
+        keys += fmt::format(" os>={} os<{}", m, m + 1);
+      } catch (...) {
+      }
+    }
+  } else if (os.find("Linux") != std::string::npos) {
+    keys += "  os=Linux";
+  }
+  std::vector<const CaseResult*> findings;
+  for (const auto& c : report.cases)
+    if (is_finding(c.status)) findings.push_back(&c);
+  std::sort(findings.begin(), findings.end(), [](const auto* a, const auto* b) { return a->id < b->id; });
+  std::string out;
+  out += fmt::format("# Known findings of --target {} on LibTorch {} ({}), {}.\n", target.empty() ? "?" : target,
+                     torch.empty() ? "?" : torch, one_line(env_text(env, "torch_build"), 120), os.empty() ? "OS unknown" : os);
+  out += fmt::format("# Drafted by `mpscheck expect --from {}`: {} line{}, one per finding. Review every line before\n"
+                     "# committing it: a listed finding no longer fails a run. Bounds are twice today's figures, so a\n"
+                     "# finding that gets worse fails again.\n",
+                     one_line(report_name, 200), findings.size(), findings.size() == 1 ? "" : "s");
+  for (const CaseResult* c : findings) {
+    std::string line = fmt::format("{}  {}  {}", exact_pattern(c->id), to_string(c->status), keys);
+    if (const std::string cause = cause_of(*c); !cause.empty()) line += "  cause=" + cause;
+    if (c->status == Status::Mismatch || c->status == Status::Nan) {
+      std::int64_t count = 0;
+      for (const auto& o : c->outputs) count += o.mismatches;
+      const double max_abs = max_abs_error(*c), max_rel = max_rel_error(*c);
+      if (std::isfinite(max_abs) && max_abs > 0) line += "  max_abs<=" + bound_above(max_abs);
+      if (std::isfinite(max_rel) && max_rel > 0) line += " max_rel<=" + bound_above(max_rel);
+      if (count > 0) line += fmt::format(" count<={}", count + (count + 3) / 4);
+    }
+    out += line + "  # " + finding_reason(*c) + "\n";
+  }
+  return out;
 }
 
 bool has_unexpected(const std::vector<CaseResult>& cases) {
@@ -277,6 +495,62 @@ RunReport merge_reports(const std::vector<std::string>& paths) {
   merged.run["merged_from"] = sources;
   merged.run.erase("shard");
   return merged;
+}
+
+CellMatrix merge_cells(const std::vector<std::string>& arguments, bool& unexpected) {
+  if (arguments.size() < 2)
+    throw ReportError("merge --cells compares at least two reports: mpscheck merge --cells [NAME=]A.json [NAME=]B.json ... -o OUT.json");
+  CellMatrix m;
+  std::vector<RunReport> reports;
+  std::map<std::string, int> names;
+  unexpected = false;
+  for (const auto& arg : arguments) {
+    std::string name, path = arg;
+    // NAME=FILE, unless the whole argument is a file (a file name may hold '=').
+    if (const auto eq = arg.find('='); eq != std::string::npos && eq > 0 && arg.find('/') > eq && !std::ifstream(arg)) {
+      name = arg.substr(0, eq);
+      path = arg.substr(eq + 1);
+    }
+    RunReport r = read_json_report(path);
+    Cell cell;
+    cell.file = path;
+    cell.target = r.run.value("target", env_text(r.environment, "target"));
+    cell.os = env_text(r.environment, "os");
+    cell.cpu = env_text(r.environment, "cpu");
+    cell.torch = env_text(r.environment, "torch_version");
+    cell.name = name.empty() ? (cell.target.empty() ? path : cell.target) : name;
+    if (names[cell.name]++) {
+      if (!name.empty()) throw ReportError(fmt::format("two cells are named '{}': give each report its own NAME=", name));
+      cell.name += " (" + path + ")";
+    }
+    unexpected = unexpected || has_unexpected(r.cases);
+    m.cells.push_back(std::move(cell));
+    reports.push_back(std::move(r));
+  }
+  std::map<std::string, CellCase> by_id;
+  const size_t n = reports.size();
+  for (size_t i = 0; i < n; ++i) {
+    for (const auto& c : reports[i].cases) {
+      CellCase& row = by_id[c.id];
+      if (row.id.empty()) {
+        row.id = c.id;
+        row.statuses.assign(n, Status::Skip);
+        row.ran.assign(n, false);
+        row.messages.assign(n, "");
+      }
+      if (row.ran[i])
+        throw ReportError(fmt::format("case {} is twice in {}: merge each runner's shards first (mpscheck merge)", c.id,
+                                      m.cells[i].file));
+      row.ran[i] = true;
+      row.statuses[i] = c.status;
+      if (is_finding(c.status)) row.messages[i] = c.message;
+    }
+  }
+  for (auto& [id, row] : by_id) {
+    row.label = cell_label(row.statuses, row.ran);
+    m.cases.push_back(std::move(row));
+  }
+  return m;
 }
 
 }  // namespace mpscheck

@@ -1,6 +1,7 @@
 // CI workflow pieces: expectations (known failures), baselines (compare two runs), shards, merge.
 #pragma once
 
+#include "reports/cells.hpp"
 #include "reports/report.hpp"
 
 #include <regex>
@@ -12,15 +13,21 @@ namespace mpscheck {
 
 // ---- expectations ------------------------------------------------------------------------
 // A line-based, human-edited file; one known failure per line:
-//   PATTERN  STATUS[|STATUS...]  [target=DEVICE[:DTYPE]] [torch>=X.Y] [torch<X.Y] [os=TEXT]  [# reason or link]
+//   PATTERN  STATUS[|STATUS...]  [target=DEVICE[:DTYPE]] [torch>=X.Y] [torch<X.Y] [os=TEXT] [os>=X.Y] [os<X.Y]
+//            [chip=TEXT] [gpu=TEXT] [tier=NAME] [cause=CAUSE] [max_abs<=X] [max_rel<=X] [count<=N]  [# reason]
 // PATTERN is a regex matched against the whole case id; STATUS is a finding status or '*' for any
-// finding. Blank lines and lines starting with '#' are ignored.
+// finding. Blank lines and lines starting with '#' are ignored. Keyed like PyTorch's own MPS
+// xfail lists: by OS version range, chip or GPU family, tier and cause.
 struct Expectation {
   int line = 0;
   std::string pattern_text;
   std::regex pattern;
   std::vector<std::string> statuses;  // empty = any finding
   std::string target, os, torch_min, torch_below;
+  std::string os_min, os_below;  // against the environment's os_version ("15.3" on macOS, "12" on Debian)
+  std::string chip, gpu;         // text within the chip (else CPU) name, within the GPU family; any case
+  std::string tier;              // the device's tier (environment "tier"; "native" where none is named)
+  std::string cause;             // unimplemented, accuracy, crash or performance (cause_of)
   // Figure bounds (`max_abs<=1e-2`, `max_rel<=0.5`, `count<=32`): a matching finding whose figures
   // exceed one is unexpected, so a known failure that gets worse fails the run. Negative: no bound.
   double max_abs = -1, max_rel = -1;
@@ -40,6 +47,19 @@ std::vector<Expectation> load_expectations(const std::string& path);
 // version and OS the conditions are checked against.
 void apply_expectations(const std::vector<Expectation>& expectations, const nlohmann::json& environment,
                         const std::string& target, std::vector<CaseResult>& cases);
+
+// What a case's finding is, in the words of PyTorch's xfail lists: "unimplemented" (unsupported,
+// fallback), "accuracy" (mismatch, nan), "crash" (crash, timeout, error), "performance" (a pass
+// confirmed slower than the reference); empty for anything else.
+std::string cause_of(const CaseResult& c);
+
+// The OS version expectations compare with: the environment's os_version, else the first number
+// in its os text ("macOS 15.3" gives 15.3).
+std::string os_version_of(const nlohmann::json& environment);
+
+// A starting expectations file for a report: one line per finding, keyed to the report's target,
+// LibTorch major.minor and OS, with its cause, bounds a little above today's figures, and its reason.
+std::string expectations_from_report(const RunReport& report, const std::string& report_name);
 
 // Whether a finished run (or a merge of shard reports) should fail: an unexpected finding or an
 // unexpected pass. The one exit-code rule for both.
@@ -78,5 +98,11 @@ std::vector<T> take_shard(const std::vector<T>& sorted, const Shard& s) {
 
 // One report from shard reports; a case id in two inputs is an error naming both files.
 RunReport merge_reports(const std::vector<std::string>& paths);
+
+// The reports of several runners ("cells") side by side, each argument `[NAME=]REPORT.json` (the
+// name defaults to the report's target), each finding labelled by where it appears
+// (reports/cells.hpp). `unexpected` is set when any cell has a finding its run did not expect, or
+// an unexpected pass: the rule a run exits 1 by. Throws ReportError naming a bad file.
+CellMatrix merge_cells(const std::vector<std::string>& arguments, bool& unexpected);
 
 }  // namespace mpscheck

@@ -29,7 +29,7 @@ std::string case_file_name(const std::string& case_id) {
 }
 
 std::string render_bug_report(const std::string& case_id, const CaseResult* r, const Workload* w,
-                              const nlohmann::json& env, const ReproTarget& target) {
+                              const nlohmann::json& env, const ReproTarget& target, const LayerScript* layer) {
   std::string md;
   const std::string device = target.device + (target.dtype == "float32" ? "" : " (" + target.dtype + ")");
   if (r) {
@@ -46,8 +46,22 @@ std::string render_bug_report(const std::string& case_id, const CaseResult* r, c
     md += "Minimal reproducer (only `torch`; compares CPU float32 with the target and prints both):\n\n```python\n" + script +
           "```\n\n";
   } else if (r && !r->first_diverging_layer.empty()) {
-    md += fmt::format("The model diverges first at layer `{}`; the mpscheck case `{}` reproduces it "
-                      "(`mpscheck --filter '^{}$' --target {}`).\n\n", r->first_diverging_layer, case_id, case_id, r->target);
+    const std::string call =
+        r->first_diverging_layer_call > 1 ? fmt::format(" (call {})", r->first_diverging_layer_call) : std::string();
+    if (layer && !layer->script.empty()) {
+      const std::string data = std::filesystem::path(layer->data_path).filename().string();
+      md += fmt::format("The model diverges first at layer `{}`{}. This op-level reproducer runs that layer's op alone, "
+                        "on the input and parameters the CPU float32 reference gave it, saved in `{}` (attach it: "
+                        "`torch.load` reads it; the script looks for it beside itself). It runs the op in float64, "
+                        "float32 and on the target, and says whether the target is the wrong side:\n\n```python\n{}```\n\n",
+                        r->first_diverging_layer, call, data, layer->script);
+      md += fmt::format("The whole model case reproduces it too: `mpscheck --filter '^{}$' --target {}`.\n\n", case_id,
+                        r->target);
+    } else {
+      md += fmt::format("The model diverges first at layer `{}`{}; the mpscheck case `{}` reproduces it "
+                        "(`mpscheck --filter '^{}$' --target {}`).{}\n\n", r->first_diverging_layer, call, case_id, case_id,
+                        r->target, layer && !layer->missing.empty() ? " No op-level reproducer: " + cell(layer->missing) + "." : "");
+    }
   } else {
     md += fmt::format("Reproduce with mpscheck: `mpscheck --filter '^{}$' --target {}`.\n\n", case_id,
                       r ? r->target : target.device);
@@ -97,8 +111,10 @@ void write_bug_reports(const ReportContext& ctx, const std::string& dir) {
   for (const auto& c : ctx.report.cases) {
     if (!is_finding(c.status)) continue;
     const Workload* w = ctx.workload ? ctx.workload(c.id) : nullptr;
+    LayerScript layer;
+    if (!c.first_diverging_layer.empty() && ctx.layer_script) layer = ctx.layer_script(c, dir);
     write_text_report(dir + "/" + case_file_name(c.id) + ".md",
-                      render_bug_report(c.id, &c, w, ctx.report.environment, *ctx.repro));
+                      render_bug_report(c.id, &c, w, ctx.report.environment, *ctx.repro, &layer));
     ++written;
   }
   std::cerr << "mpscheck: wrote " << written << (written == 1 ? " bug report" : " bug reports") << " into " << dir

@@ -16,6 +16,14 @@ namespace mpscheck {
 class Workload;
 struct ReproTarget;
 
+// A model finding's op-level reproducer (core/layer_repro.hpp): the script and where it and the
+// layer's saved tensors were written, or why there is none.
+struct LayerScript {
+  std::string script;  // the Python text; empty when there is none
+  std::string script_path, data_path;
+  std::string missing;  // why there is none
+};
+
 // What a reporter is given once the results are in.
 struct ReportContext {
   const RunReport& report;
@@ -25,6 +33,9 @@ struct ReportContext {
   std::function<const Workload*(const std::string& id)> workload;
   std::ostream& console;
   bool color = false;
+  // Writes a localised model finding's op-level reproducer into a folder (bug reports); null in
+  // `merge`, which loads no cases.
+  std::function<LayerScript(const CaseResult& finding, const std::string& dir)> layer_script;
 };
 
 enum class Destination {

@@ -2,6 +2,7 @@
 
 #include "reports/escape.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <stdexcept>
@@ -125,13 +126,16 @@ void to_json(nlohmann::json& j, const CaseResult& r) {
   j["target_time"] = r.target_time ? nlohmann::json(*r.target_time) : nlohmann::json();
   if (!r.signal.empty()) j["signal"] = r.signal;
   if (!r.phase.empty()) j["phase"] = text(r.phase);
-  if (r.expected || r.unexpected_pass) {
+  // A listed finding past its line's bound is neither expected nor an unexpected pass: the
+  // expectation text says which figure went past which bound.
+  if (r.expected || r.unexpected_pass || !r.expectation.empty()) {
     j["expected"] = r.expected;
     j["unexpected_pass"] = r.unexpected_pass;
     j["expectation"] = text(r.expectation);
   }
   if (!r.first_diverging_layer.empty()) {
     j["first_diverging_layer"] = text(r.first_diverging_layer);
+    j["first_diverging_layer_call"] = r.first_diverging_layer_call;
     if (r.layer) j["layer"] = *r.layer;
   }
 }
@@ -170,6 +174,7 @@ void from_json(const nlohmann::json& j, CaseResult& r) {
   r.recommendation = recommendation_from_string(j.value("recommendation", ""));
   r.reason = j.value("reason", "");
   r.first_diverging_layer = j.value("first_diverging_layer", "");
+  r.first_diverging_layer_call = std::max(1, j.value("first_diverging_layer_call", 1));
   r.expected = j.value("expected", false);
   r.unexpected_pass = j.value("unexpected_pass", false);
   r.expectation = j.value("expectation", "");

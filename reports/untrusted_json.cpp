@@ -9,7 +9,7 @@ namespace mpscheck {
 namespace {
 // Fields the result model reads as integers, with the largest magnitude their type holds.
 double integer_limit(const std::string& key) {
-  if (key == "runs") return static_cast<double>(std::numeric_limits<int>::max());
+  if (key == "runs" || key == "first_diverging_layer_call") return static_cast<double>(std::numeric_limits<int>::max());
   for (const char* k : {"numel", "mismatches", "first_mismatch", "nan_reference", "inf_reference", "nan_target",
                         "inf_target", "shape", "schema_version", "mpscheck_journal", "cases", "seed"})
     if (key == k) return 9.2e18;  // just under 2^63

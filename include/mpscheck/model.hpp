@@ -8,6 +8,7 @@
 // random generator and could never agree; everything else trains as written.
 #pragma once
 
+#include <mpscheck/detail/layer_python.hpp>
 #include <mpscheck/plugin.hpp>
 #include <mpscheck/workload.hpp>
 
@@ -16,6 +17,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace mpscheck::model {
@@ -40,13 +42,43 @@ inline c10::ScalarType& tap_rounding() {
   thread_local c10::ScalarType dtype = c10::ScalarType::Undefined;
   return dtype;
 }
+// Capturing one call of one layer (Instance::layer_call): which call is wanted, how many calls of
+// that name have been tapped so far, and what the wanted one was.
+struct LayerCapture {
+  std::string layer;
+  int call = 0;
+  int seen = 0;
+  bool captured = false;
+  LayerCall result;
+};
+inline LayerCapture*& capture_sink() {
+  thread_local LayerCapture* sink = nullptr;
+  return sink;
+}
 inline at::Tensor tap(const std::string& layer, const at::Tensor& x) {
   const c10::ScalarType round = tap_rounding();
   const at::Tensor y = round != c10::ScalarType::Undefined && c10::isFloatingType(x.scalar_type())
                            ? x.to(round).to(x.scalar_type())
                            : x;
   if (Outputs* sink = tap_sink()) sink->push_back({layer, y.detach().clone()});
+  if (LayerCapture* capture = capture_sink(); capture && capture->layer == layer) ++capture->seen;
   return y;
+}
+// Runs one module as the layer `name` and taps its output: `x = model::layer("conv1", conv1, x);`.
+// Unlike tap() around a forward, the trace then knows the layer's op, input and parameters, so a
+// model finding localised to it gets an op-level reproducer. `module` is a module holder
+// (torch::nn::Conv2d) or a Sequential's torch::nn::AnyModule.
+template <class Module>
+at::Tensor layer(const std::string& name, Module& module, const at::Tensor& x) {
+  LayerCapture* capture = capture_sink();
+  const bool wanted = capture && !capture->captured && capture->layer == name && capture->seen == capture->call;
+  if constexpr (std::is_same_v<Module, torch::nn::AnyModule>) {
+    if (wanted) capture->result = detail::spell_layer(*module.ptr(), x, name), capture->captured = true;
+    return tap(name, module.forward(x));
+  } else {
+    if (wanted) capture->result = detail::spell_layer(*module.ptr(), x, name), capture->captured = true;
+    return tap(name, module->forward(x));
+  }
 }
 // Sets tap_rounding() for one run, and restores it when the run ends or throws.
 class TapRounding {
@@ -162,6 +194,28 @@ class ModelInstance final : public Instance {
     for (auto it = items.rbegin(); it != items.rend(); ++it)
       if (it->value().grad().defined()) layers.push_back({"backward/" + it->key(), it->value().grad().detach().clone()});
     return layers;
+  }
+
+  // The wanted call of `layer` in the forward pass trace_layers() runs, from the same state: a
+  // training case's discriminator steps inside its forward (DCGAN), so a later call of a layer
+  // sees the weights that step left, as it did in the trace.
+  LayerCall layer_call(const std::string& layer, int call) override {
+    reset();
+    LayerCapture capture{layer, call};
+    capture_sink() = &capture;
+    try {
+      torch::AutoGradMode grad_mode(train_);
+      def_.forward(net_, batch_);
+    } catch (...) {
+      capture_sink() = nullptr;
+      throw;
+    }
+    capture_sink() = nullptr;
+    if (capture.captured) return std::move(capture.result);
+    LayerCall none;
+    none.missing = capture.seen > call ? "layer " + layer + " is tapped code (model::tap), not one module (model::layer)"
+                                       : "the forward pass has no call " + std::to_string(call + 1) + " of layer " + layer;
+    return none;
   }
 
   // Timed training replays the steps run() checked: every `steps` iterations the network, its

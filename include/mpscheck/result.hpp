@@ -80,8 +80,10 @@ struct CaseResult {
   bool nondeterministic = false;  // the reference differed from itself between two runs
   // Every LibTorch warning raised while the case ran (reference, target, gold), deduplicated.
   std::vector<std::string> warnings;
-  // Model cases that fail: the first named layer whose output diverges, with its figures.
+  // Model cases that fail: the first named layer whose output diverges, with its figures, and
+  // which call of it (1-based): a network may run one layer several times in a pass.
   std::string first_diverging_layer;
+  int first_diverging_layer_call = 1;
   std::optional<OutputReport> layer;
   // --expect: a finding listed as known (with the file's reason), or a listed case that passed.
   bool expected = false;

@@ -66,6 +66,17 @@ struct ReproTarget {
   bool quick = false;
 };
 
+// One call of a named layer, as an op-level reproducer needs it (Instance::layer_call): the op as
+// a Python expression over named tensors, and those tensors as the instance held them when the
+// call began (before a batch norm in training updated its running statistics).
+struct LayerCall {
+  // e.g. "torch.nn.functional.conv2d(x, weight, None, stride=(2, 2), padding=(1, 1), dilation=(1, 1), groups=1)"
+  std::string python;
+  Outputs tensors;  // the layer's input "x" first, then the parameters and buffers `python` names
+  // Why there is no call when `python` is empty ("layer fc is tapped code, not one module").
+  std::string missing;
+};
+
 // One workload set up on one placement. Created by Workload::instantiate().
 class BOOST_SYMBOL_VISIBLE Instance {
  public:
@@ -84,6 +95,13 @@ class BOOST_SYMBOL_VISIBLE Instance {
   // mpscheck compares them to name the first layer where a failing model case diverges.
   // Empty when the workload cannot trace itself.
   virtual Outputs trace_layers() { return {}; }
+  // The `call`-th call (0-based) of the layer trace_layers() names `layer`, in the same forward
+  // pass from the initial state: the layer's op, input and parameters, for an op-level reproducer
+  // of a model finding. A layer may run several times in a pass (DCGAN's D scores real images,
+  // then fakes twice); its k-th call is the k-th output of that name in trace_layers().
+  virtual LayerCall layer_call(const std::string& layer, int call) {
+    return {{}, {}, "this case cannot capture one call of its layers (" + layer + ", call " + std::to_string(call + 1) + ")"};
+  }
 };
 
 class BOOST_SYMBOL_VISIBLE Workload {

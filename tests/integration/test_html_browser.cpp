@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <map>
 
 using namespace mpscheck::testing;
 namespace fs = std::filesystem;
@@ -95,4 +96,55 @@ TEST(HtmlInBrowser, TheVerdictAndGroupedFindingsComeBeforeTheEnvironment) {
   EXPECT_NE(g.find("title=\"op/activation/gelu/f32/contiguous/forward: pass\""), std::string::npos) << g;
   EXPECT_NE(g.find("<th>f32</th>"), std::string::npos);
   EXPECT_NE(g.find("<th>transposed/forward</th>"), std::string::npos);
+}
+
+// Two cells of one catalog: the planted wrong element is there in one and not in the other
+// (MPSCHECK_FAULTS_WRONG_BY=0), the NaN in both, the throw only in the cell that ran it. The merged
+// JSON labels them cell-specific, everywhere and new, and Chromium renders the case x cell matrix.
+TEST(HtmlInBrowser, CellsMatrixLabelsWhereEachFindingAppears) {
+  const std::string exe = chromium();
+  ASSERT_FALSE(exe.empty()) << "Chromium is not installed: scripts/install-deps.sh --with-test-tools installs it";
+  const std::string dir = fresh_dir("html-cells");
+  const std::vector<std::string> common{"--plugin-dir", test_plugins_dir(), "--no-default-plugins", "--target", "cpu",
+                                        "--quick", "--min-time", "0"};
+  auto with = [&](std::vector<std::string> args) {
+    args.insert(args.end(), common.begin(), common.end());
+    return args;
+  };
+  const auto a = run_mpscheck(with({"--filter", "op/faults/(healthy|wrong|nan|throw)$", "--json", "a.json", "--report-dir", "ra"}), dir);
+  ASSERT_EQ(a.exit_code, 1) << a.err;
+  const auto b = run_mpscheck(with({"--filter", "op/faults/(healthy|wrong|nan)$", "--json", "b.json", "--report-dir", "rb"}), dir,
+                              {"MPSCHECK_FAULTS_WRONG_BY=0"});
+  ASSERT_EQ(b.exit_code, 1) << b.err;
+  const auto m = run_mpscheck({"merge", "--cells", "image-a=a.json", "image-b=b.json", "-o", "cells.json", "--html", "cells.html"}, dir);
+  EXPECT_EQ(m.exit_code, 1) << m.err;  // unexpected findings in the cells
+  EXPECT_NE(m.out.find("cell-specific: op/faults/wrong (image-a mismatch, image-b pass)"), std::string::npos) << m.out;
+  std::map<std::string, std::string> labels;
+  const auto merged = read_json_file(dir + "/cells.json");
+  for (const auto& c : merged.at("cases")) labels[c.at("id").get<std::string>()] = c.value("label", std::string());
+  ASSERT_EQ(labels.size(), 4u) << read_text_file(dir + "/cells.json");
+  EXPECT_EQ(labels.at("op/faults/wrong"), "cell-specific");
+  EXPECT_EQ(labels.at("op/faults/nan"), "everywhere");
+  EXPECT_EQ(labels.at("op/faults/throw"), "new");
+  EXPECT_EQ(labels.at("op/faults/healthy"), "");
+
+  const auto dom = run_shell(headless(exe, dir) + " --dump-dom 'file://" + dir + "/cells.html' 2>/dev/null", dir);
+  ASSERT_EQ(dom.exit_code, 0) << dom.err;
+  const std::string& page = dom.out;
+  const auto matrix = page.find("<section id=\"matrix\">");
+  ASSERT_NE(matrix, std::string::npos) << page.substr(0, 2000);
+  EXPECT_NE(page.find("<th>image-a</th><th>image-b</th>", matrix), std::string::npos);
+  const auto row = page.find("<tr data-label=\"cell-specific\"><td class=\"id\">op/faults/wrong</td>", matrix);
+  ASSERT_NE(row, std::string::npos) << page.substr(matrix, 3000);
+  const auto row_end = page.find("</tr>", row);
+  const std::string cells = page.substr(row, row_end - row);
+  EXPECT_LT(cells.find(">mismatch<"), cells.find(">pass<")) << cells;
+  EXPECT_NE(page.find("<td class=\"id\">op/faults/throw</td><td><span class=\"label l-new\">new</span></td>"), std::string::npos);
+  EXPECT_NE(page.find("not run", page.find("op/faults/throw</td>")), std::string::npos);
+  // Cell-specific rows lead the matrix: the drift is what the page is for.
+  EXPECT_LT(page.find("op/faults/wrong</td>", matrix), page.find("op/faults/nan</td>", matrix));
+  const auto shot = run_shell(headless(exe, dir) + " --window-size=1000,800 --screenshot='" + dir +
+                                  "/cells.png' 'file://" + dir + "/cells.html' >/dev/null 2>&1", dir);
+  ASSERT_EQ(shot.exit_code, 0);
+  EXPECT_GT(fs::file_size(dir + "/cells.png"), 10000u);
 }

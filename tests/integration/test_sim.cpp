@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -245,4 +247,30 @@ TEST(SimReports, BugReportsNameTheSimDeviceAndCarryAReproducer) {
     ++reports;
   }
   EXPECT_EQ(reports, 1);  // the contiguous case is right
+}
+
+// A model finding localised to one module gets an op-level reproducer in its bug report, aimed at
+// the device the run used, with the layer's tensors saved beside it (a zip torch.load reads).
+TEST(SimReports, ALocalisedModelFindingCarriesItsLayersOpLevelReproducer) {
+  const std::string dir = fresh_dir("sim-layer-bug-reports");
+  const auto r = run_mpscheck(on_sim({"--filter", "model/mlp/", "--min-time", "0", "--bug-reports", "bugs"}), dir,
+                              {"MPSCHECK_SIM_BUGS=size-threshold"});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  int scripts = 0;
+  const auto report = read_json_file(dir + "/mpscheck-report/report.json");
+  for (const auto& c : report.at("cases")) {
+    const std::string layer = layer_of(c);
+    if (layer.empty() || layer.rfind("backward/", 0) == 0) continue;
+    std::string file = c.at("id").get<std::string>();
+    std::replace(file.begin(), file.end(), '/', '_');
+    const std::string base = dir + "/bugs/" + file;
+    const std::string issue = read_text_file(base + ".md");
+    EXPECT_NE(issue.find("This op-level reproducer runs that layer's op alone"), std::string::npos) << issue.substr(0, 2000);
+    EXPECT_NE(issue.find("DEVICE = \"sim\""), std::string::npos);
+    EXPECT_NE(issue.find("LAYER = \"" + layer + "\""), std::string::npos);
+    EXPECT_NE(issue.find("torch.nn.functional.linear(x, weight, bias)"), std::string::npos);
+    EXPECT_EQ(read_text_file(base + ".layer.pt").substr(0, 2), "PK");
+    ++scripts;
+  }
+  EXPECT_GE(scripts, 1);
 }

@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 using namespace mpscheck::testing;
 
@@ -144,4 +145,39 @@ TEST(BugReports, ReproFromAReportIncludesThePythonScript) {
   EXPECT_NE(r.out.find("torch.cat([a, b], 0)"), std::string::npos);
   const auto missing = run_mpscheck({"repro", "op/no/such", "--target", "cpu"}, dir);
   EXPECT_EQ(missing.exit_code, 2);
+}
+
+// `expect --from` drafts one line per finding (cause and bounds included); fed back, the same run
+// exits 0, and the planted wrong element grown from 1e-3 to 0.5 breaks its line's max_abs bound.
+TEST(ExpectFrom, DraftedLinesPassTheSameRunAndFailOneThatGetsWorse) {
+  const std::string dir = fresh_dir("expect-from");
+  const auto first = run_mpscheck(kFaults, dir);
+  ASSERT_EQ(first.exit_code, 1) << first.err;
+  const auto drafted = run_mpscheck({"expect", "--from", "mpscheck-report/report.json", "-o", "drafted.expect"}, dir);
+  ASSERT_EQ(drafted.exit_code, 0) << drafted.err;
+  const std::string text = read_text_file(dir + "/drafted.expect");
+  int lines = 0;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);)
+    if (!line.empty() && line[0] != '#') ++lines;
+  EXPECT_EQ(lines, 4) << text;  // abort, nan, wrong, unsupported
+  EXPECT_NE(text.find("^op/faults/wrong$  mismatch  target=cpu  torch>="), std::string::npos) << text;
+  EXPECT_NE(text.find("cause=accuracy  max_abs<=0.002"), std::string::npos) << text;
+  EXPECT_NE(text.find("^op/faults/abort$  crash"), std::string::npos) << text;
+  EXPECT_NE(text.find("cause=unimplemented"), std::string::npos) << text;
+  EXPECT_NE(text.find("# out: 1 of 256 elements off"), std::string::npos) << text;
+
+  const auto again = run_mpscheck(with(kFaults, {"--expect", "drafted.expect"}), dir);
+  EXPECT_EQ(again.exit_code, 0) << again.out << again.err;
+  const auto worse = run_mpscheck(with(kFaults, {"--expect", "drafted.expect"}), dir, {"MPSCHECK_FAULTS_WRONG_BY=0.5"});
+  EXPECT_EQ(worse.exit_code, 1) << worse.out << worse.err;
+  const auto cases = cases_by_id(read_json_file(dir + "/mpscheck-report/report.json"));
+  EXPECT_FALSE(cases.at("op/faults/wrong").value("expected", true));
+  EXPECT_NE(cases.at("op/faults/wrong").value("expectation", "").find("max_abs 0.5 > 0.002"), std::string::npos)
+      << cases.at("op/faults/wrong").dump();
+  EXPECT_TRUE(cases.at("op/faults/nan").value("expected", false));
+
+  const auto broken = run_mpscheck({"expect", "--from", "no-such.json"}, dir);
+  EXPECT_EQ(broken.exit_code, 2);
+  EXPECT_NE(broken.err.find("no-such.json"), std::string::npos) << broken.err;
 }

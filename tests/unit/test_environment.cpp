@@ -87,3 +87,24 @@ TEST(Environment, BlockNamesTheLibTorchItWasBuiltAgainst) {
 
 }  // namespace
 }  // namespace mpscheck
+
+// Duplicated runtimes are what a triager asks about first: two OpenMP runtimes in one process
+// compete for threads. This process has the wheel's own libgomp and no other.
+TEST(Environment, OpenMpRuntimesAreListedAndTwoAreAWarning) {
+  EXPECT_EQ(mpscheck::openmp_runtimes_among({"/usr/lib/libc.so.6", "/opt/torch/lib/libgomp.so.1", "/opt/homebrew/lib/libomp.dylib",
+                                   "/usr/lib/libgomp-plugin.txt", "/x/libompl.so"}),
+            (std::vector<std::string>{"/opt/homebrew/lib/libomp.dylib", "/opt/torch/lib/libgomp.so.1"}));
+  EXPECT_EQ(mpscheck::openmp_runtimes_among({"/w/torch.libs/libgomp-a34b3233.so.1", "/opt/intel/libiomp5.so"}).size(), 2u);
+  const auto here = mpscheck::openmp_runtimes_among(mpscheck::loaded_libraries());
+  ASSERT_EQ(here.size(), 1u) << ::testing::PrintToString(here);
+  EXPECT_NE(here[0].find("libgomp"), std::string::npos) << here[0];
+  nlohmann::json env{{"openmp_runtimes", {"/opt/torch/lib/libgomp.so.1", "/opt/homebrew/lib/libomp.dylib"}}};
+  const auto warnings = mpscheck::environment_warnings(env);
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find("2 OpenMP runtimes are loaded in one process (/opt/torch/lib/libgomp.so.1, "
+                             "/opt/homebrew/lib/libomp.dylib)"),
+            std::string::npos)
+      << warnings[0];
+  env["openmp_runtimes"] = nlohmann::json::array({here[0]});
+  EXPECT_TRUE(mpscheck::environment_warnings(env).empty());
+}

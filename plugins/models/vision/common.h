@@ -11,10 +11,10 @@
 
 namespace mpscheck::vision {
 
-// Runs a Sequential child by child, tapping each output as "<prefix>.<index>" like torchvision's names.
+// Runs a Sequential child by child, each a layer named "<prefix>.<index>" like torchvision's names.
 inline torch::Tensor forward_tapped(const std::string& prefix, torch::nn::Sequential& seq, torch::Tensor x) {
   size_t index = 0;
-  for (auto& layer : *seq) x = model::tap(prefix + "." + std::to_string(index++), layer.forward(x));
+  for (auto& child : *seq) x = model::layer(prefix + "." + std::to_string(index++), child, x);
   return x;
 }
 

@@ -13,12 +13,12 @@ LeNet5Impl::LeNet5Impl()
       fc3(register_module("fc3", torch::nn::Linear(84, 10))) {}
 
 torch::Tensor LeNet5Impl::forward(torch::Tensor x) {
-  using model::tap;
-  x = torch::avg_pool2d(torch::tanh(tap("conv1", conv1->forward(x))), 2);
-  x = torch::avg_pool2d(torch::tanh(tap("conv2", conv2->forward(x))), 2).flatten(1);
-  x = torch::tanh(tap("fc1", fc1->forward(x)));
-  x = torch::tanh(tap("fc2", fc2->forward(x)));
-  return tap("fc3", fc3->forward(x));
+  using model::layer;
+  x = torch::avg_pool2d(torch::tanh(layer("conv1", conv1, x)), 2);
+  x = torch::avg_pool2d(torch::tanh(layer("conv2", conv2, x)), 2).flatten(1);
+  x = torch::tanh(layer("fc1", fc1, x));
+  x = torch::tanh(layer("fc2", fc2, x));
+  return layer("fc3", fc3, x);
 }
 
 }  // namespace mpscheck::vision

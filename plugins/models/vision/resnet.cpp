@@ -44,7 +44,7 @@ struct ResidualBlockImpl : nn::Module {
     torch::Tensor out = x;
     for (size_t i = 0; i < convs.size(); ++i) {
       const std::string n = std::to_string(i + 1);
-      out = tap("bn" + n, norms[i]->forward(tap("conv" + n, convs[i]->forward(out))));
+      out = model::layer(path + ".bn" + n, norms[i], model::layer(path + ".conv" + n, convs[i], out));
       if (i + 1 < convs.size()) out = torch::relu(out);
     }
     torch::Tensor identity = downsample ? tap("downsample", downsample->forward(x)) : x;
@@ -91,11 +91,11 @@ ResNetImpl::ResNetImpl(const ResNetConfig& config, int64_t num_classes)
 
 torch::Tensor ResNetImpl::forward(torch::Tensor x) {
   using model::tap;
-  x = torch::relu(tap("bn1", bn1->forward(tap("conv1", conv1->forward(x)))));
+  x = torch::relu(model::layer("bn1", bn1, model::layer("conv1", conv1, x)));
   x = tap("maxpool", torch::max_pool2d(x, 3, 2, 1));
   x = layer4->forward(layer3->forward(layer2->forward(layer1->forward(x))));
   x = tap("avgpool", torch::adaptive_avg_pool2d(x, {1, 1})).flatten(1);
-  return tap("fc", fc->forward(x));
+  return model::layer("fc", fc, x);
 }
 
 ResNet resnet18() { return ResNet(ResNetConfig{false, {2, 2, 2, 2}}); }

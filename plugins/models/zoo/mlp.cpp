@@ -10,7 +10,8 @@ MlpImpl::MlpImpl(std::vector<int64_t> widths) : layers(register_module("layers",
 
 torch::Tensor MlpImpl::forward(torch::Tensor x) {
   for (size_t i = 0; i < layers->size(); ++i) {
-    x = model::tap("layers." + std::to_string(i), layers[i]->as<torch::nn::Linear>()->forward(x));
+    torch::nn::Linear linear(layers->ptr<torch::nn::LinearImpl>(i));
+    x = model::layer("layers." + std::to_string(i), linear, x);
     if (i + 1 < layers->size()) x = torch::relu(x);
   }
   return x;

@@ -12,12 +12,12 @@ MnistCnnImpl::MnistCnnImpl()
       fc2(register_module("fc2", torch::nn::Linear(1024, 10))) {}
 
 torch::Tensor MnistCnnImpl::forward(torch::Tensor x) {
-  using model::tap;
-  x = torch::max_pool2d(tap("conv1", conv1->forward(x)), 2, 2);
-  x = torch::max_pool2d(tap("conv2", conv2->forward(x)), 2, 2);
+  using model::layer;
+  x = torch::max_pool2d(layer("conv1", conv1, x), 2, 2);
+  x = torch::max_pool2d(layer("conv2", conv2, x), 2, 2);
   x = dropout->forward(x);
   x = std::get<0>(torch::adaptive_max_pool2d(x, {1, 1})).flatten(1);
-  return tap("fc2", fc2->forward(torch::relu(tap("fc1", fc1->forward(x)))));
+  return layer("fc2", fc2, torch::relu(layer("fc1", fc1, x)));
 }
 
 }  // namespace mpscheck::zoo
