@@ -67,6 +67,18 @@ const Phrase kUnsupported[] = {
     // torch/csrc/autograd/FunctionsManual.cpp, not_implemented(): "the derivative for 'foo' is
     // not implemented." (the op has no backward anywhere).
     {"the derivative for ", " is not implemented"},
+    // ATen/native/SpectralOps.cpp, promote_type_fft: "Unsupported dtype BFloat16" (the FFTs take
+    // float16 only on CUDA and bfloat16 nowhere).
+    {"unsupported dtype bfloat16"},
+    {"unsupported dtype half"},
+    // ATen/native/mkl/SpectralOps.cpp: "MKL FFT doesn't support tensors of type: Half".
+    {"mkl fft doesn't support tensors of type: "},
+    // ATen/native/TensorFactories.cpp, complex_check_dtype (torch.complex, torch.polar):
+    // "Expected both inputs to be Half, Float or Double tensors but got BFloat16 and BFloat16".
+    {"expected both inputs to be half, float or double tensors but got "},
+    // ATen/native/LinearAlgebraUtils.h, checkFloatingOrComplex without low-precision dtypes:
+    // "linalg.inv: Low precision dtypes not supported. Got BFloat16".
+    {"low precision dtypes not supported. got "},
 };
 
 // CUDA's sticky errors, as cudaGetErrorString words them (c10/cuda/CUDAException.h prefixes

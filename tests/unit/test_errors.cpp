@@ -26,6 +26,11 @@ const std::vector<Message> kMessages = {
     // ATen/Dispatch.h (AT_DISPATCH_*), CPU and CUDA kernels without the dtype.
     {"\"slow_conv2d_cpu\" not implemented for 'Half'", Status::Unsupported, false},
     {"\"ctc_loss_cpu\" not implemented for 'BFloat16'", Status::Unsupported, false},
+    // LibTorch 2.13's own refusals of reduced precision in the FFTs and in linalg.
+    {"Unsupported dtype BFloat16", Status::Unsupported, false},
+    {"MKL FFT doesn't support tensors of type: Half", Status::Unsupported, false},
+    {"Expected both inputs to be Half, Float or Double tensors but got BFloat16 and BFloat16", Status::Unsupported, false},
+    {"linalg.inv: Low precision dtypes not supported. Got BFloat16", Status::Unsupported, false},
     {"\"baddbmm_cuda\" not implemented for 'Int'", Status::Unsupported, false},
     // ATen/mps/MPSFallback.mm, mps_error_fallback (NotImplementedError).
     {"The operator 'aten::hardsigmoid.out' is not currently implemented for the MPS device. If you want this op to "
