@@ -31,7 +31,8 @@ class Exported : public ::testing::Test {
   }
   void SetUp() override {
     if (export_log_.empty())
-      GTEST_SKIP() << "python3 with torch is not installed (Debian: apt-get install python3-torch python3-torchvision)";
+      FAIL() << "python3 with torch is not installed: scripts/install-deps.sh --with-test-tools installs python3-torch "
+                "and python3-torchvision (a missing test tool fails rather than skipping)";
     ASSERT_TRUE(exported_) << export_log_;
   }
   static std::string model(const std::string& file) { return dir_ + "/" + file; }
@@ -79,7 +80,8 @@ TEST_F(Exported, BooleanMaskInputAndListOutputOfATransformerLayer) {
 }
 
 TEST_F(Exported, TorchvisionResNetTrainsGradientsForEveryParameter) {
-  if (!has("resnet18.pt")) GTEST_SKIP() << "python3-torchvision is not installed: " << export_log_;
+  ASSERT_TRUE(has("resnet18.pt")) << "python3-torchvision is not installed (scripts/install-deps.sh --with-test-tools): "
+                                  << export_log_;
   const std::string dir = fresh_dir("ts-resnet");
   const auto r = run_mpscheck({"--model", model("resnet18.pt"), "--input", "float32[1,3,64,64]", "--train", "--target",
                                "cpu", "--quick", "--json", "r.json"},
