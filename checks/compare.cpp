@@ -889,7 +889,6 @@ Attribution attribute_with_gold(const at::Tensor& gold, const at::Tensor& refere
     return a;  // integers are exact contracts and complex values have no gold rule: never forgiven
   at::NoGradGuard no_grad;
   const bool reduced = is_reduced(target_dtype);
-  a.witnessed = reduced && witness.defined() && witness.sizes() == gold.sizes();
   a.dtype = target_dtype == c10::kHalf ? "float16" : target_dtype == c10::kBFloat16 ? "bfloat16" : "float32";
   const std::int64_t n = gold.numel();
   const at::Tensor g_all = gold.detach().to(at::kCPU).reshape({-1});
@@ -901,6 +900,7 @@ Attribution attribute_with_gold(const at::Tensor& gold, const at::Tensor& refere
   // as an honest device rounds it. Without one, the witness is gold itself and adds nothing.
   const bool witnessed = reduced && witness.defined() && witness.sizes() == gold.sizes() &&
                          c10::isFloatingType(witness.scalar_type());
+  a.witnessed = witnessed;
   const at::Tensor w_all = witnessed ? witness.detach().to(at::kCPU).reshape({-1}) : g_all;
   const c10::ScalarType rounding_dtype =
       reduced ? target_dtype : target.scalar_type() == at::kDouble ? at::kFloat : target.scalar_type();
