@@ -47,7 +47,8 @@ const std::set<std::string>& known_classes() {
     "small-elements",  // exp 1.5x too large where its result is below 0.125 (a bad polynomial range)
     "train-step",      // the optimizer's in-place update of a parameter 10% short
     "rng-outliers",    // normal_ puts 0.01% of its samples at +-50 (a broken tail of the sampler)
-    "ulp-noise",       // the honest control: +-1 unit of rounding on every element of common ops
+    "ulp-noise",       // the honest control: arithmetic, exp, softmax and matmul round the other way near a
+                       // midpoint; convolutions and float32 matmuls a unit either way
   };
   return classes;
 }
@@ -116,10 +117,16 @@ bool is_reduced(c10::ScalarType t) { return t == at::kHalf || t == at::kBFloat16
 bool is_matmul(const c10::OperatorHandle& op) {
   return is(op, "aten::mm") || is(op, "aten::addmm") || is(op, "aten::bmm") || is(op, "aten::baddbmm");
 }
+// The ulp-noise control: what an honest device may give that the CPU does not. Every op on the list
+// rounds the other way where its exact result is near the midpoint of two neighbours
+// (round_other_way), and a float32 matmul, which accumulates in another order, is a unit off either
+// way wherever its result is not exact.
 bool is_noisy(const c10::OperatorHandle& op) {
-  static const std::set<std::string> ops = {"aten::add", "aten::sub", "aten::mul", "aten::div", "aten::exp",
+  static const std::set<std::string> ops = {"aten::add", "aten::sub", "aten::mul",   "aten::div", "aten::exp",
                                             "aten::mm",  "aten::addmm", "aten::bmm", "aten::_softmax"};
-  return ops.count(op.schema().operator_name().name) > 0;
+  const auto& name = op.schema().operator_name();
+  // Floor and trunc division give integers: exact, or a whole unit off, never a rounding unit.
+  return ops.count(name.name) > 0 && name.overload_name.find("mode") == std::string::npos;
 }
 // The tensor an optimizer's in-place update (SGD, Adam, AdamW, Adadelta) writes, if `op` is one:
 // p.add_(d, -lr), p.addcdiv_(m, v, -step)... reach a device without their kernels as the out=
@@ -149,6 +156,54 @@ void add_ulp_noise(at::Tensor& host) {
   if (host.scalar_type() == at::kFloat) nudge_units<int32_t>(host);
   else if (host.scalar_type() == at::kDouble) nudge_units<int64_t>(host);
   else if (is_reduced(host.scalar_type())) nudge_units<int16_t>(host);
+}
+
+// The same op on the host with every floating tensor argument widened (float16/bfloat16 to
+// float32, float32 to float64): the exact result, or near enough to say which way rounding went.
+// Undefined when the op has no floating result to widen.
+at::Tensor widened_result(const c10::OperatorHandle& op, const Stack& s) {
+  const size_t n = op.schema().arguments().size();
+  Stack wide(s.end() - static_cast<std::ptrdiff_t>(n), s.end());
+  for (auto& v : wide) {
+    if (!v.isTensor() || !v.toTensor().defined()) continue;
+    const at::Tensor t = to_host(v.toTensor());
+    const c10::ScalarType d = t.scalar_type();
+    v = d == at::kFloat ? t.to(at::kDouble) : is_reduced(d) ? t.to(at::kFloat) : t;
+  }
+  try {
+    op.callBoxed(&wide);
+  } catch (const std::exception&) {
+    return {};  // an op that takes only its own dtype (softmax's half_to_float): no exact result
+  }
+  return wide.empty() || !wide.back().isTensor() ? at::Tensor() : wide.back().toTensor();
+}
+
+// Moves a correctly rounded result to the other neighbour of the exact one where the exact value
+// lies within a quarter unit of the midpoint between the two (and the index hash picks the
+// element): what a device that computes the op at another intermediate precision, or with a
+// transcendental a few float32 units off, gives after rounding. Never more than 3/4 of a unit from
+// exact; exact results, and sums whose increment is far below a unit (a bfloat16 weight's update),
+// round as on the CPU.
+template <class Bits>
+void round_other_way(at::Tensor& host, const at::Tensor& exact) {
+  const c10::ScalarType bits = c10::CppTypeToScalarType<Bits>::value;
+  const at::Tensor up = host.to(exact.scalar_type());
+  const at::Tensor index = at::arange(host.numel(), at::kLong).view(host.sizes());
+  const at::Tensor picked = (index * 2654435761LL).bitwise_right_shift(7).bitwise_and(1).to(at::kBool);
+  // Toward the exact value: up in value is one unit more in the bits of a positive number.
+  const at::Tensor step = (at::sign(exact - up) * at::sign(up)).to(bits);
+  at::Tensor other = host.clone();
+  other.view(bits).add_(step);
+  const at::Tensor unit = (other.to(exact.scalar_type()) - up).abs();
+  const at::Tensor movable = picked & at::isfinite(up) & at::isfinite(exact) & at::isfinite(other) & (up != 0) &
+                             ((exact - up).abs() > 0.25 * unit);
+  host.copy_(at::where(movable, other, host));
+}
+void round_faithfully(at::Tensor& host, const at::Tensor& exact) {
+  if (!exact.defined() || exact.sizes() != host.sizes()) return;
+  const at::Tensor e = exact.contiguous();
+  if (host.scalar_type() == at::kFloat && e.scalar_type() == at::kDouble) round_other_way<int32_t>(host, e);
+  else if (is_reduced(host.scalar_type()) && e.scalar_type() == at::kFloat) round_other_way<int16_t>(host, e);
 }
 
 }  // namespace
@@ -308,7 +363,17 @@ bool run_planted(const c10::OperatorHandle& op, Stack* s) {
     return true;
   }
   if (planted("ulp-noise") && is_noisy(op)) {
-    run_then_edit(op, s, [](at::Tensor& host) { add_ulp_noise(host); });
+    const at::Tensor exact = widened_result(op, *s);  // before the op: an in-place one changes self
+    run_then_edit(op, s, [&](at::Tensor& host) {
+      if (!exact.defined() || exact.sizes() != host.sizes()) return;
+      if (is_matmul(op) && host.scalar_type() == at::kFloat) {
+        const at::Tensor before = host.clone();
+        add_ulp_noise(host);
+        host.copy_(at::where(before.to(exact.scalar_type()) == exact, before, host));
+      } else {
+        round_faithfully(host, exact);
+      }
+    });
     return true;
   }
   (void)name;

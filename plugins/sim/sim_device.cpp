@@ -418,6 +418,12 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   // its own kernel gets ahead of the fallback, and it views its input as [N, group, -1], which fails
   // on a channels_last input. The sim runs the CPU kernel, which takes any memory format.
   m.impl("native_group_norm", torch::CppFunction::makeFromBoxedFunction<&fallback>());
+  // MPS and CUDA have fused kernels for these two backwards. A device without them gets PyTorch's
+  // composite formula ahead of the fallback (tanh(softplus(x)) + x * sigmoid(x) * (1 - tanh^2) for
+  // mish), whose float16/bfloat16 intermediates cancel where the derivative crosses zero: an error
+  // of the device the sim stands for would not be. The sim runs the CPU's fused kernels.
+  m.impl("mish_backward", torch::CppFunction::makeFromBoxedFunction<&fallback>());
+  m.impl("silu_backward", torch::CppFunction::makeFromBoxedFunction<&fallback>());
 }
 
 // Materialising a lazy conjugate clones, and a clone copies: without these, a copy of a conjugated
