@@ -222,11 +222,25 @@ std::map<std::pair<std::string, int>, at::Tensor> layers_by_call(const Outputs& 
   return m;
 }
 
-// Names the first traced layer whose output diverges between reference and target (judged like
-// the case itself: plain tolerance, then float64 attribution), so a report points at an op.
+// One side's layer trace, by (name, call); empty when that side cannot be traced (no kernel for
+// the dtype on the CPU, say), and the rule then stands on the witnesses it has.
+std::map<std::pair<std::string, int>, at::Tensor> trace_or_empty(const Workload& w, const ExecuteOptions& options,
+                                                                 const Placement& where) {
+  try {
+    return layers_by_call(w.instantiate(options.setup, where)->trace_layers());
+  } catch (...) {
+    return {};
+  }
+}
+
+// Names the first traced layer whose output diverges between reference and target, judged like
+// the case itself: plain tolerance, then the float64 attribution with the same honest witnesses
+// (for float16/bfloat16, float32 from rounded inputs and weights with every layer's output
+// rounded, and on an accelerator the CPU's own run in that dtype), so a report points at an op
+// and never at a layer whose error is honest rounding.
 void localise(const Workload& w, const ExecuteOptions& options, c10::Device device, c10::ScalarType dtype,
               const Tolerance& tol, CaseResult& r) {
-  Outputs ref_layers, tgt_layers, gold_layers;
+  Outputs ref_layers, tgt_layers;
   enter_phase("localisation");
   try {
     ref_layers = w.instantiate(options.setup, Placement{c10::Device(c10::kCPU), c10::kFloat, Side::Reference})->trace_layers();
@@ -237,7 +251,25 @@ void localise(const Workload& w, const ExecuteOptions& options, c10::Device devi
     return;
   }
   const auto target_by_call = layers_by_call(tgt_layers);
-  std::map<std::pair<std::string, int>, at::Tensor> gold_by_call;
+  // The float64 trace and the honest witnesses, traced once, at the first layer that needs them.
+  bool witnesses_traced = false;
+  std::map<std::pair<std::string, int>, at::Tensor> gold_by_call, rounded_by_call, witness_by_call;
+  auto trace_witnesses = [&] {
+    if (witnesses_traced) return;
+    witnesses_traced = true;
+    gold_by_call = trace_or_empty(w, options, Placement{c10::Device(c10::kCPU), c10::kDouble, Side::Gold});
+    if (dtype == c10::kHalf || dtype == c10::kBFloat16) {
+      Placement p{c10::Device(c10::kCPU), c10::kFloat, Side::Reference};
+      p.round_inputs_to = dtype;
+      rounded_by_call = trace_or_empty(w, options, p);
+      if (device.type() != c10::kCPU)
+        witness_by_call = trace_or_empty(w, options, Placement{c10::Device(c10::kCPU), dtype, Side::Reference});
+    }
+  };
+  auto find = [](const std::map<std::pair<std::string, int>, at::Tensor>& m, const std::pair<std::string, int>& k) {
+    auto it = m.find(k);
+    return it == m.end() ? at::Tensor() : it->second;
+  };
   std::map<std::string, int> calls;  // of each layer so far in the reference's trace
   for (const auto& layer : ref_layers) {
     const int call = calls[layer.name]++;
@@ -246,20 +278,16 @@ void localise(const Workload& w, const ExecuteOptions& options, c10::Device devi
     OutputReport rep = compare_tensors(layer.name, layer.value, t->second, tol, dtype);
     if (rep.ok) continue;
     Attribution a;
-    if (w.has_gold()) {
-      if (gold_layers.empty()) {
-        try {
-          gold_layers = w.instantiate(options.setup, Placement{c10::Device(c10::kCPU), c10::kDouble, Side::Gold})->trace_layers();
-          gold_by_call = layers_by_call(gold_layers);
-        } catch (...) {
-        }
-      }
-      if (auto g = gold_by_call.find({layer.name, call}); g != gold_by_call.end() && rep.rule.empty()) {
-        a = attribute_with_gold(g->second, layer.value, t->second, dtype, tol);
+    if (w.has_gold() && rep.rule.empty()) {
+      trace_witnesses();
+      const std::pair<std::string, int> key{layer.name, call};
+      if (const at::Tensor g = find(gold_by_call, key); g.defined()) {
+        a = attribute_with_gold(g, layer.value, t->second, dtype, tol, find(rounded_by_call, key),
+                                find(witness_by_call, key));
         if (a.measured) rep.rmse_reference = a.rmse_reference, rep.rmse_target = a.rmse_target;
       }
     }
-    if (!layer_diverges(rep, &a)) continue;  // float32 itself is what differs here
+    if (!layer_diverges(rep, &a)) continue;  // an honest side is as far from float64 here
     r.first_diverging_layer = layer.name;
     r.first_diverging_layer_call = call + 1;
     const int runs = std::count_if(ref_layers.begin(), ref_layers.end(), [&](const Output& o) { return o.name == layer.name; });

@@ -174,6 +174,7 @@ class ModelInstance final : public Instance {
   // parameter's gradient ("backward/<param>"), last registered first, since backward reaches the
   // last layers first and the first gradient that diverges names the layer whose backward is wrong.
   Outputs trace_layers() override {
+    const TapRounding rounding(where_.round_inputs_to);  // the rounded baseline's trace, as its run()
     reset();
     Outputs layers;
     tap_sink() = &layers;

@@ -253,10 +253,11 @@ TEST_F(FaultRun, InvalidUtf8AndOverlongMessagesStayValidEverywhere) {
 
 namespace {
 // Runs the faults plugin's models matching `filter` on the CPU target; a planted fault exits 1.
-std::map<std::string, nlohmann::json> run_planted_models(const std::string& filter, const std::string& name) {
+std::map<std::string, nlohmann::json> run_planted_models(const std::string& filter, const std::string& name,
+                                                        const std::string& target = "cpu") {
   const std::string dir = fresh_dir(name);
   const auto r = run_mpscheck({"--filter", filter, "--plugin-dir", test_plugins_dir(), "--no-default-plugins",
-                               "--target", "cpu", "--quick", "--min-time", "0"},
+                               "--target", target, "--quick", "--min-time", "0"},
                               dir);
   EXPECT_EQ(r.exit_code, 1) << r.err;
   return cases_by_id(read_json_file(dir + "/mpscheck-report/report.json"));
@@ -269,6 +270,19 @@ TEST(Localisation, PlantedLayerFaultIsNamedByItsLayer) {
   EXPECT_EQ(c["first_diverging_layer"], "fc2");
   EXPECT_NE(c["message"].get<std::string>().find("first diverging layer: fc2"), std::string::npos) << c["message"];
   EXPECT_EQ(c["recommendation"], "blocked");
+}
+
+// In float16/bfloat16 the layers before the planted one differ from float32 by their inputs' and
+// weights' rounding, often beyond the plain tolerance. Localisation judges each layer as the case is
+// judged, with the rounded baseline beside float64, so it names the biased fc2 and not fc1, whose
+// error is honest rounding (without the baseline, it named fc1).
+TEST(Localisation, HonestReducedRoundingIsNotTheDivergingLayer) {
+  for (const char* target : {"cpu:bfloat16", "cpu:float16"}) {
+    const auto c = run_planted_models("model/faults/planted_fc2", std::string("localise-") + target, target)
+                       .at("model/faults/planted_fc2/infer");
+    EXPECT_EQ(c["status"], "mismatch") << target;
+    EXPECT_EQ(c["first_diverging_layer"], "fc2") << target << ": " << c["message"];
+  }
 }
 
 TEST(Localisation, TrainingBlowUpNamesItsStepsAndTheLayerWithTheBrokenBackward) {
