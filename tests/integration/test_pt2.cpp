@@ -249,3 +249,58 @@ rewrite("torch212.pt2", older)
     EXPECT_EQ(r.out.find("pass"), std::string::npos) << r.out;
   }
 }
+
+TEST_F(Pt2, APackageFromAotiCompileAndPackageIsItsDevicesFloat32Model) {
+  // torch._inductor.aoti_compile_and_package writes one model named "model" and records no inputs.
+  const std::string compile = R"PY(
+import torch, pt2_models
+torch.manual_seed(0)
+m = pt2_models.Planted().eval()
+ep = torch.export.export(m, (torch.randn(4, 32),))
+torch._inductor.aoti_compile_and_package(ep, package_path="plain.pt2")
+)PY";
+  {
+    std::ofstream(dir_ + "/plain.py") << compile;
+  }
+  const auto made = run_shell("python3 plain.py", dir_);
+  ASSERT_EQ(made.exit_code, 0) << made.err;
+  // The same weights as the helper's planted_compiled.pt (same class, same seed); its plant only
+  // acts while exporting, which this module's plant="none" never does.
+  const auto r = run_mpscheck({"--model", "plain.pt2", "--eager", "out/planted_compiled.pt", "--target", "cpu",
+                               "--quick"},
+                              dir_);
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find("records no inputs; give them with --input"), std::string::npos) << r.err;
+  int code = -1;
+  std::string out;
+  const auto c = run("plain", {"--model", "plain.pt2", "--input", "float32[4,32]", "--eager", "out/planted_compiled.pt",
+                               "--target", "cpu"},
+                     &code, &out);
+  ASSERT_EQ(code, 0) << out;
+  EXPECT_EQ(c["status"], "pass") << c.dump();
+  // Only float32 on the CPU: a bfloat16 target has no model to run.
+  const auto bf16 = run_mpscheck({"--model", "plain.pt2", "--input", "float32[4,32]", "--target", "cpu:bfloat16",
+                                  "--quick"},
+                                 dir_);
+  EXPECT_EQ(bf16.exit_code, 2);
+  EXPECT_NE(bf16.err.find("holds no model compiled for cpu in bfloat16"), std::string::npos) << bf16.err;
+}
+
+TEST_F(Pt2, HelperRefusesWhatItCannotExportWithOneLine) {
+  const std::string helper = std::string("python3 ") + MPSCHECK_SOURCE_DIR + "/scripts/mpscheck-export.py ";
+  const std::vector<std::pair<std::string, std::string>> bad = {
+      {"pt2_models:Planted --example 'rand(4,32)' --out refused", "is not randn(d0,d1,...)"},
+      {"no_such_module:Net --example 'randn(4,32)' --out refused", "cannot import no_such_module"},
+      {"pt2_models:BasicBlock --example 'randn(4,32)' --out refused", "cannot build pt2_models:BasicBlock"},
+      {"pt2_models:Planted --example 'randn(4,31)' --out refused", "the model raised on the --example inputs"},
+      {"pt2_models:Planted --example 'int64[4,32]' --out refused", "give integers a range"},
+  };
+  for (const auto& [args, expected] : bad) {
+    SCOPED_TRACE(args);
+    const auto r = run_shell(helper + args, dir_);
+    EXPECT_NE(r.exit_code, 0);
+    EXPECT_EQ(r.err.rfind("mpscheck-export: ", 0), 0u) << r.err;
+    EXPECT_NE(r.err.find(expected), std::string::npos) << r.err;
+    EXPECT_TRUE(r.out.empty()) << r.out;  // no command printed
+  }
+}
