@@ -2,7 +2,7 @@
 // exported by scripts/mpscheck-export.py as a user would (a ResNet-18 transcribed from torchvision
 // at width 16, a small transformer block whose forward torch.jit.script refuses, and a network with
 // a reduced-precision branch holding a planted wrong element), then run with the command the helper
-// printed. Compiling the packages takes a minute or two (AOTInductor runs g++), so ctest runs this
+// printed. Compiling the packages takes most of its 3 minutes (AOTInductor runs g++), so ctest runs this
 // file as its own entry, integration_pt2, labelled pt2. Needs only the pip wheel's python3 torch.
 #include "harness.hpp"
 
