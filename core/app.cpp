@@ -15,6 +15,7 @@
 #include "core/workflow.hpp"
 #include "core/input_spec.hpp"
 #include "core/layer_repro.hpp"
+#include "core/pt2_workload.hpp"
 #include "core/torchscript_workload.hpp"
 #include "reports/bug_report.hpp"
 #include "reports/console.hpp"
@@ -379,6 +380,7 @@ std::unique_ptr<CaseCatalog> load_catalog(const Config& cfg) {
   if (!cfg.model_path.empty()) source.model = std::filesystem::absolute(cfg.model_path).string();
   source.inputs = cfg.model_inputs;
   source.model_for = cfg.model_for;
+  source.eager = cfg.eager_path;
   source.train = cfg.train;
   source.validate_model = true;  // a bad file or bad inputs stop the run at once
   try {
@@ -521,6 +523,7 @@ RunLoopOptions run_loop_options(const Config& cfg, const TargetSpec& target) {
   if (!cfg.model_path.empty()) o.worker.model = std::filesystem::absolute(cfg.model_path).string();
   o.worker.inputs = cfg.model_inputs;
   o.worker.model_for = cfg.model_for;
+  o.worker.eager = cfg.eager_path;
   o.worker.train = cfg.train;
   if (!cfg.reference_cache.empty())
     o.worker.reference_cache = std::filesystem::absolute(cfg.reference_cache).string();
@@ -630,7 +633,17 @@ int run_cases(int argc, char** argv, const Config& cfg) {
     return kExitUsage;
   }
   const c10::ScalarType computes_in = target.spec.float_dtype();
-  if (!cfg.model_path.empty() && (computes_in == c10::kHalf || computes_in == c10::kBFloat16)) {
+  if (!cfg.model_path.empty() && is_pt2_path(cfg.model_path)) {
+    // Every model the run loads is in the package and loads here, before anything runs.
+    try {
+      check_pt2(pt2_options(std::filesystem::absolute(cfg.model_path).string(), cfg.model_inputs, cfg.eager_path,
+                            cfg.model_for),
+                to_device(target.spec), computes_in);
+    } catch (const BadModelInput& e) {
+      std::cerr << "mpscheck: " << e.what() << '\n';
+      return kExitUsage;
+    }
+  } else if (!cfg.model_path.empty() && (computes_in == c10::kHalf || computes_in == c10::kBFloat16)) {
     try {
       check_torchscript_computes_in(
           torchscript_options(std::filesystem::absolute(cfg.model_path).string(), cfg.model_inputs, cfg.model_for),

@@ -1,5 +1,6 @@
 #include "core/case_catalog.hpp"
 
+#include "core/pt2_workload.hpp"
 #include "core/torchscript_workload.hpp"
 
 namespace mpscheck {
@@ -13,7 +14,9 @@ CaseCatalog::CaseCatalog(const CatalogSource& source) {
   dirs.insert(dirs.end(), source.plugin_dirs.begin(), source.plugin_dirs.end());
   for (const auto& d : dirs) host_.load_directory(d);
   std::vector<RegisteredWorkload> all = host_.workloads();
-  if (!source.model.empty()) {
+  if (!source.model.empty() && is_pt2_path(source.model)) {
+    builtin_ = make_pt2_workloads(pt2_options(source.model, source.inputs, source.eager, source.model_for));
+  } else if (!source.model.empty()) {
     const TorchScriptOptions ts = torchscript_options(source.model, source.inputs, source.model_for);
     if (source.validate_model) validate_torchscript(ts);
     builtin_ = make_torchscript_workloads(ts, source.train);

@@ -27,12 +27,15 @@ po::options_description visible_options() {
       ("filter", po::value<std::vector<std::string>>()->composing(),
        "REGEX searched in case ids; a leading '-' excludes (repeatable)")
       ("list", "list the selected case ids and tags, run nothing")
-      ("model", po::value<std::string>(), "check your own TorchScript FILE.pt (with --input)")
+      ("model", po::value<std::string>(), "check your own model: a TorchScript FILE.pt (with --input) or a .pt2 package")
       ("input", po::value<std::vector<std::string>>()->composing(),
        "an input of --model: DTYPE[d0,d1,...] or an integer range DTYPE[...]:LO..HI (repeatable, in order)")
       ("model-for", po::value<std::vector<std::string>>()->composing(),
        "DTYPE=FILE: with --model, the same model traced in DTYPE (float64, bfloat16, float16), run where a side "
        "computes in DTYPE (repeatable; scripts/export-hf.py writes them)")
+      ("eager", po::value<std::string>(),
+       "FILE.pt: with a .pt2 --model, the same model as TorchScript, run eagerly for the CPU float32 reference, the "
+       "float64 gold and the rounded-input baseline (scripts/mpscheck-export.py writes both)")
       ("train", "with --model: also compare parameter gradients of the sum of the outputs");
   po::options_description run("Running");
   run.add_options()
@@ -234,6 +237,12 @@ Config parse_command_line(int argc, const char* const* argv, std::string* out_te
   if (vm.count("model")) c.model_path = vm["model"].as<std::string>();
   if (vm.count("input")) c.model_inputs = vm["input"].as<std::vector<std::string>>();
   c.train = vm.count("train") > 0;
+  if (vm.count("eager")) c.eager_path = std::filesystem::absolute(vm["eager"].as<std::string>()).string();
+  if (!c.eager_path.empty() && !(c.model_path.size() > 4 && c.model_path.substr(c.model_path.size() - 4) == ".pt2"))
+    throw UsageError("--eager FILE.pt goes with a .pt2 package as --model: mpscheck --model NAME.pt2 --eager NAME.pt");
+  if (c.train && c.model_path.size() > 4 && c.model_path.substr(c.model_path.size() - 4) == ".pt2")
+    throw UsageError("--train: a .pt2 package is compiled for inference only; check training with the model's "
+                     "TorchScript file as --model FILE.pt --train");
   if (vm.count("model-for")) {
     for (const auto& v : vm["model-for"].as<std::vector<std::string>>()) {
       const auto eq = v.find('=');
@@ -254,10 +263,11 @@ Config parse_command_line(int argc, const char* const* argv, std::string* out_te
   for (const auto& d : c.plugin_dirs) to_workers.emplace_back("--plugin-dir", d);
   for (const auto& i : c.model_inputs) to_workers.emplace_back("--input", i);
   for (const auto& f : c.model_for) to_workers.emplace_back("--model-for", f);
+  to_workers.emplace_back("--eager", c.eager_path);
   for (const auto& [option, value] : to_workers)
     if (auto refusal = not_utf8(option, value)) throw UsageError(*refusal);
   if (!c.model_path.empty() && c.selection.filters.empty() && !c.selection.ops && !c.selection.models)
-    c.selection.filters.push_back("^model/torchscript/");
+    c.selection.filters.push_back("^model/(torchscript|pt2)/");
   const bool chose = c.selection.ops || c.selection.models || !c.selection.filters.empty();
   if ((c.command == Command::Run) && !chose)
     throw UsageError("nothing selected: pass --all, --ops, --models or --filter REGEX (see 'mpscheck --help')");

@@ -35,6 +35,7 @@ struct Config {
   std::string model_path;              // --model FILE.pt
   std::vector<std::string> model_inputs;  // --input SPEC, in the model's argument order
   std::vector<std::string> model_for;     // --model-for DTYPE=FILE: the graph computations in DTYPE run, FILE absolute
+  std::string eager_path;              // --eager FILE.pt, absolute: a .pt2 model's eager TorchScript
   bool train = false;                  // --train: also compare parameter gradients
   std::map<std::string, std::string> report_destinations;  // reporter flag -> FILE or DIR (reports/reporters.cpp)
   std::string expect_path;             // --expect FILE: known failures

@@ -170,6 +170,29 @@ Outputs flatten_outputs(const c10::IValue& v) {
   return out;
 }
 
+}  // namespace
+
+std::vector<at::Tensor> model_inputs(const std::vector<InputSpec>& specs, const Setup& setup, const Placement& where) {
+  std::vector<at::Tensor> inputs;
+  at::Generator gen = at::detail::createCPUGenerator(setup.seed);
+  for (const auto& spec : specs) {
+    at::Tensor t;
+    if (c10::isFloatingType(spec.dtype)) {
+      t = at::randn(spec.shape, gen, at::kFloat);
+      if (where.round_inputs_to != c10::ScalarType::Undefined) t = t.to(where.round_inputs_to).to(at::kFloat);
+      t = t.to(where.device, where.dtype);
+    } else if (spec.dtype == c10::kBool) {
+      t = at::randint(0, 2, spec.shape, gen, at::TensorOptions().dtype(c10::kLong)).to(c10::kBool).to(where.device);
+    } else {
+      t = at::randint(spec.lo, spec.hi, spec.shape, gen, at::TensorOptions().dtype(c10::kLong)).to(spec.dtype).to(where.device);
+    }
+    inputs.push_back(t);
+  }
+  return inputs;
+}
+
+namespace {
+
 class TorchScriptInstance final : public Instance {
  public:
   TorchScriptInstance(const TorchScriptOptions& o, bool train, const Setup& setup, const Placement& where)
@@ -193,20 +216,7 @@ class TorchScriptInstance final : public Instance {
                    "=FILE to judge it as it runs in ", name);
       }
     }
-    at::Generator gen = at::detail::createCPUGenerator(setup.seed);
-    for (const auto& spec : o.inputs) {
-      at::Tensor t;
-      if (c10::isFloatingType(spec.dtype)) {
-        t = at::randn(spec.shape, gen, at::kFloat);
-        if (where.round_inputs_to != c10::ScalarType::Undefined) t = t.to(where.round_inputs_to).to(at::kFloat);
-        t = t.to(where.device, where.dtype);
-      } else if (spec.dtype == c10::kBool) {
-        t = at::randint(0, 2, spec.shape, gen, at::TensorOptions().dtype(c10::kLong)).to(c10::kBool).to(where.device);
-      } else {
-        t = at::randint(spec.lo, spec.hi, spec.shape, gen, at::TensorOptions().dtype(c10::kLong)).to(spec.dtype).to(where.device);
-      }
-      inputs_.emplace_back(t);
-    }
+    for (const auto& t : model_inputs(o.inputs, setup, where)) inputs_.emplace_back(t);
     // Floating parameters and buffers only change dtype, as Python's nn.Module.to(dtype) does:
     // jit::Module::to(device, dtype) would convert integer buffers too (BERT's int64
     // position_ids become float, and the gather that reads them fails). The reduced-precision
@@ -262,7 +272,7 @@ class TorchScriptInstance final : public Instance {
   bool train_;
 };
 
-class TorchScriptWorkload final : public Workload {
+class TorchScriptWorkload final : public UserModelWorkload {
  public:
   TorchScriptWorkload(TorchScriptOptions o, bool train) : o_(std::move(o)), train_(train) {}
   std::string id() const override {
@@ -274,7 +284,7 @@ class TorchScriptWorkload final : public Workload {
   std::unique_ptr<Instance> instantiate(const Setup& setup, const Placement& where) const override {
     return std::make_unique<TorchScriptInstance>(o_, train_, setup, where);
   }
-  std::string identity() const {
+  std::string identity() const override {
     std::string specs;
     for (const auto& i : o_.inputs) specs += (specs.empty() ? "" : " ") + i.text;
     std::string traced_in;
@@ -311,7 +321,7 @@ TorchScriptOptions torchscript_options(const std::string& path, const std::vecto
   return o;
 }
 
-bool is_torchscript(const Workload& w) { return dynamic_cast<const TorchScriptWorkload*>(&w) != nullptr; }
+bool is_torchscript(const Workload& w) { return dynamic_cast<const UserModelWorkload*>(&w) != nullptr; }
 
 std::vector<std::unique_ptr<Workload>> make_torchscript_workloads(const TorchScriptOptions& options, bool train) {
   std::vector<std::unique_ptr<Workload>> out;
@@ -321,8 +331,8 @@ std::vector<std::unique_ptr<Workload>> make_torchscript_workloads(const TorchScr
 }
 
 std::string torchscript_identity(const Workload& w) {
-  const auto* ts = dynamic_cast<const TorchScriptWorkload*>(&w);
-  return ts ? ts->identity() : std::string();
+  const auto* user = dynamic_cast<const UserModelWorkload*>(&w);
+  return user ? user->identity() : std::string();
 }
 
 namespace {

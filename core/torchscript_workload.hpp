@@ -29,8 +29,21 @@ struct TorchScriptOptions {
 TorchScriptOptions torchscript_options(const std::string& path, const std::vector<std::string>& specs,
                                        const std::vector<std::string>& model_for = {});
 
-// Whether `w` is the user's own TorchScript model (its errors are the model's, not a case's).
+// The user's own model (a TorchScript file or a .pt2 package): its errors are the model's, not a
+// case's, and its reference is keyed in the cache by what it is computed from.
+class UserModelWorkload : public Workload {
+ public:
+  // The files' content digests, the input specs and the mode.
+  virtual std::string identity() const = 0;
+};
+
+// Whether `w` is the user's own model, TorchScript or .pt2 (its errors are the model's, not a case's).
 bool is_torchscript(const Workload& w);
+
+// The inputs of a user's model on one side, from the seed: floating inputs drawn in float32
+// (rounded to `where.round_inputs_to` when set) and converted to the side's dtype, integers in
+// their range. Every side of every format draws them here, so all sides see the same numbers.
+std::vector<at::Tensor> model_inputs(const std::vector<InputSpec>& specs, const Setup& setup, const Placement& where);
 
 // The infer case, and the train case (backward of the sum of the outputs, parameter gradients
 // compared) when `train` is set.
@@ -42,8 +55,8 @@ struct UncomparableOutput : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// What a TorchScript case's reference is computed from, for the reference cache key: the file's
-// content digest, the input specs and the mode. Empty for any other workload.
+// What a user's model case's reference is computed from, for the reference cache key: the files'
+// content digests, the input specs and the mode. Empty for any other workload.
 std::string torchscript_identity(const Workload& w);
 
 // Loads the files and checks the inputs against the model before anything runs; throws

@@ -108,7 +108,7 @@ void set_up_worker(const std::string& config_line, WorkerSetup& w) {
   }
   w.catalog = std::make_unique<CaseCatalog>(CatalogSource{w.config.default_plugins, w.config.plugin_dirs,
                                                           w.config.model, w.config.inputs, w.config.train,
-                                                          w.config.model_for});
+                                                          w.config.model_for, w.config.eager});
 }
 }  // namespace
 

@@ -27,7 +27,7 @@ void to_json(nlohmann::json& j, const WorkerConfig& c) {
   j = {{"target", c.target},   {"seed", c.seed},       {"quick", c.quick},
        {"min_time", c.min_time}, {"threads", c.threads}, {"default_plugins", c.default_plugins},
        {"plugin_dirs", c.plugin_dirs}, {"model", c.model}, {"inputs", c.inputs},
-       {"model_for", c.model_for}, {"train", c.train}, {"reference_cache", c.reference_cache},
+       {"model_for", c.model_for}, {"eager", c.eager}, {"train", c.train}, {"reference_cache", c.reference_cache},
        {"reuse_reference_times", c.reuse_reference_times}};
 }
 
@@ -42,6 +42,7 @@ void from_json(const nlohmann::json& j, WorkerConfig& c) {
   c.model = j.value("model", "");
   c.inputs = j.value("inputs", std::vector<std::string>{});
   c.model_for = j.value("model_for", std::vector<std::string>{});
+  c.eager = j.value("eager", "");
   c.train = j.value("train", false);
   c.reference_cache = j.value("reference_cache", "");
   c.reuse_reference_times = j.value("reuse_reference_times", false);

@@ -29,6 +29,7 @@ struct WorkerConfig {
   std::string model;                     // --model FILE.pt, absolute; empty: none
   std::vector<std::string> inputs;       // its --input specs
   std::vector<std::string> model_for;    // its --model-for DTYPE=FILE, FILE absolute
+  std::string eager;                     // --eager FILE.pt, absolute; empty: none
   bool train = false;
   std::string reference_cache;  // --reference-cache DIR, absolute; empty: none
   bool reuse_reference_times = false;
