@@ -665,8 +665,9 @@ int run_cases(int argc, char** argv, const Config& cfg) {
   install_signal_handlers();
 
   Runner timed_runner(loop.worker, cfg.report_dir + "/worker.log", loop.runner);
+  DeviceFacts facts;
   try {
-    if (const auto unusable = probe_target(timed_runner, target.spec, cfg.timeout_for_op())) {
+    if (const auto unusable = probe_target(timed_runner, target.spec, cfg.timeout_for_op(), &facts)) {
       std::cerr << "mpscheck: " << unusable->line << '\n';
       return kExitNoTarget;
     }
@@ -674,6 +675,10 @@ int run_cases(int argc, char** argv, const Config& cfg) {
     std::cerr << "mpscheck: " << e.what() << " (stopped before the device probe; nothing ran)\n";
     return kExitCannotRun;
   }
+  const Tier tier = tier_from_facts(facts);
+  if (!facts.name.empty()) report.environment["device_name"] = facts.name;
+  if (facts.recommended_max > 0) report.environment["device_recommended_max_bytes"] = facts.recommended_max;
+  std::cerr << "mpscheck: " << tier_line(target.spec.device, facts, tier) << '\n';
   ConsoleReporter console(std::cout, isatty(STDOUT_FILENO), use_color(STDOUT_FILENO));
   const auto run_start = std::chrono::steady_clock::now();
   RunOutcome outcome = execute_plan(plan, journal.done, loop, timed_runner, *journal.journal, console);
@@ -682,6 +687,9 @@ int run_cases(int argc, char** argv, const Config& cfg) {
     return kExitCannotRun;
   }
   report.cases = std::move(outcome.cases);
+  const Tier final_tier = tier_after_run(tier, report.cases);
+  apply_tier(final_tier, report.environment, report.cases);
+  if (final_tier.name != tier.name) std::cerr << "mpscheck: tier " << final_tier.name << ": " << final_tier.why << '\n';
   report.run["wall_s"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - run_start).count();
   report.run["complete"] = !outcome.interrupted;
   return report_run(cfg, report, inputs, target, registry);
