@@ -408,15 +408,24 @@ std::vector<RegisteredWorkload> select_cases(const Config& cfg, const Registry& 
 // cost a long run, and neither must an unwritable report at its very end.
 struct RunInputs {
   std::vector<Expectation> expectations;
+  std::vector<KnownIssue> known_issues;
   std::optional<RunReport> baseline;
 };
 RunInputs read_run_inputs(const Config& cfg) {
   RunInputs in;
   try {
     if (!cfg.expect_path.empty()) in.expectations = load_expectations(cfg.expect_path);
+    // The shipped table, unless another is named (one that is missing is then an error).
+    if (!cfg.known_issues_path.empty())
+      in.known_issues = load_known_issues(cfg.known_issues_path);
+    else if (std::filesystem::exists(MPSCHECK_KNOWN_ISSUES_TABLE))
+      in.known_issues = load_known_issues(MPSCHECK_KNOWN_ISSUES_TABLE);
     if (!cfg.baseline_path.empty()) in.baseline = read_json_report(cfg.baseline_path);
   } catch (const ExpectationError& e) {
     std::cerr << "mpscheck: " << e.what() << '\n';
+    throw Exit{kExitUsage};
+  } catch (const KnownIssuesError& e) {
+    std::cerr << "mpscheck: --known-issues: " << e.what() << '\n';
     throw Exit{kExitUsage};
   } catch (const ReportError& e) {
     std::cerr << "mpscheck: --baseline: " << e.what() << '\n';
@@ -574,6 +583,7 @@ int report_run(const Config& cfg, RunReport& report, const RunInputs& inputs, co
                const Registry& registry) {
   if (!inputs.expectations.empty())
     apply_expectations(inputs.expectations, report.environment, target.spec.str(), report.cases);
+  report.known_issues = inputs.known_issues;
   const std::string path = cfg.report_path();
   const ReproTarget rt = repro_target(target.spec, cfg.seed, cfg.quick);
   const ReportContext ctx{report, path, &rt,

@@ -374,6 +374,22 @@ std::string findings_section(const std::vector<OpGroup>& groups, std::size_t fin
   return h + "</section>\n";
 }
 
+// Findings by fingerprint (op, dtype, layout, status, error signature): one upstream report per
+// row, known ones with their issue.
+std::string fingerprint_section(const std::vector<FingerprintGroup>& groups) {
+  if (groups.empty()) return {};
+  std::string h = "<section id=\"fingerprints\">\n<h2>Findings by fingerprint</h2>\n<table class=\"sortable\"><thead><tr>"
+                  "<th>fingerprint</th><th>upstream</th><th>findings</th><th>cases</th></tr></thead><tbody>\n";
+  for (const auto& g : groups) {
+    std::string ids;
+    for (const CaseResult* c : g.findings) ids += (ids.empty() ? "" : "<br>") + html_escape(c->id);
+    h += fmt::format("<tr><td class=\"id\">{}</td><td class=\"{}\">{}</td><td class=\"num\">{}</td><td class=\"id\">{}</td></tr>\n",
+                     html_escape(g.fingerprint.text()), g.known == "new" ? "new" : "known", html_escape(g.known),
+                     g.findings.size(), ids);
+  }
+  return h + "</tbody></table>\n</section>\n";
+}
+
 // The environment, last and folded; a multi-line value (ATen's parallel dump) behind its own disclosure.
 std::string environment_section(const RunReport& report) {
   std::string h = fmt::format("<section id=\"environment\">\n<details><summary><h2>Environment</h2></summary>\n"
@@ -418,6 +434,7 @@ std::string render_html(const RunReport& report) {
   h += "</header>\n";
   h += verdict_section(report, counts);
   h += findings_section(findings_by_op(report), findings.size());
+  h += fingerprint_section(findings_by_fingerprint(report.cases, report.known_issues));
 
   // Speed: chart per case (per family when there are many), then the table.
   std::vector<const CaseResult*> timed;

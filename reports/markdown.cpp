@@ -95,6 +95,26 @@ std::string render_markdown(const RunReport& report) {
     md += "\n";
   }
 
+  // Findings by fingerprint: one upstream report covers a group; known ones name their issue.
+  const std::vector<FingerprintGroup> prints = findings_by_fingerprint(report.cases, report.known_issues);
+  if (!prints.empty()) {
+    const auto known = std::count_if(prints.begin(), prints.end(), [](const auto& g) { return g.known != "new"; });
+    md += fmt::format("## Findings by fingerprint ({} fingerprints, {} known upstream, {} new)\n\n", prints.size(), known,
+                      prints.size() - known);
+    md += "| Fingerprint | Upstream | Findings | Cases |\n|---|---|---:|---|\n";
+    for (std::size_t i = 0; i < prints.size() && i < kGroupRowsMax; ++i) {
+      std::string ids;
+      for (std::size_t k = 0; k < prints[i].findings.size() && k < 3; ++k)
+        ids += (k ? ", " : "") + prints[i].findings[k]->id;
+      if (prints[i].findings.size() > 3) ids += fmt::format(" and {} more", prints[i].findings.size() - 3);
+      md += fmt::format("| {} | {} | {} | {} |\n", markdown_escape(shorten(prints[i].fingerprint.text(), kMessageLength)),
+                        markdown_escape(prints[i].known), prints[i].findings.size(), markdown_escape(ids));
+    }
+    if (prints.size() > kGroupRowsMax)
+      md += fmt::format("| … {} more fingerprints (in the JSON report) | | | |\n", prints.size() - kGroupRowsMax);
+    md += "\n";
+  }
+
   md += "| Status | Cases |\n|---|---:|\n";
   for (const auto& [status, n] : counts) md += fmt::format("| {} | {} |\n", to_string(status), n);
   md += fmt::format("| **total** | **{}** |\n\n", report.cases.size());

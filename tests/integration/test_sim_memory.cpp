@@ -148,3 +148,36 @@ TEST(SimTier, ASimNamedLikeTheHostedRunnersGpuIsParavirtualAndItsFindingsSaySo) 
   std::ofstream(dir + "/hosted.expect") << "^op/shape/cat/.*  *  tier=paravirtual  # hosted runner\n";
   EXPECT_EQ(run_mpscheck(on_sim(with(kCases, {"--expect", "hosted.expect"})), dir, env).exit_code, 0);
 }
+
+TEST(SimFingerprint, FindingsAreGroupedByFingerprintAndMatchedToTheKnownIssueTable) {
+  const std::string dir = fresh_dir("sim-fingerprint");
+  // A made-up row (example#7 points nowhere): the memory findings of cat, on any dtype and layout.
+  std::ofstream(dir + "/known.tsv") << "op/shape/cat  *  *  memory  example#7  -  2.13  # test row\n";
+  const std::vector<std::string> env{"MPSCHECK_SIM_RECOMMENDED_MAX=1"};
+  const auto r = run_mpscheck(
+      on_sim(with(kCases, {"--known-issues", "known.tsv", "--markdown", "r.md", "--bug-reports", "bugs"})), dir, env);
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  const auto report = read_json_file(dir + "/mpscheck-report/report.json");
+  const auto& prints = report.at("fingerprints");
+  ASSERT_FALSE(prints.empty());
+  std::size_t covered = 0;
+  for (const auto& p : prints) {
+    EXPECT_EQ(p.at("known"), "known: example#7 (still broken in 2.13)") << p.dump();
+    EXPECT_EQ(p.at("op"), "op/shape/cat");
+    covered += p.at("cases").size();
+  }
+  EXPECT_EQ(covered, report.at("cases").size());
+  // Forward and backward of one layout share a fingerprint: fewer groups than findings.
+  EXPECT_LT(prints.size(), report.at("cases").size());
+  EXPECT_NE(read_text_file(dir + "/r.md").find("| known: example#7 (still broken in 2.13) |"), std::string::npos);
+  EXPECT_NE(read_text_file(dir + "/bugs/fingerprints.md").find("known: example#7"), std::string::npos);
+  // Without the row, the same findings are new; a malformed table stops the run before it starts.
+  std::ofstream(dir + "/empty.tsv") << "# nothing known\n";
+  ASSERT_EQ(run_mpscheck(on_sim(with(kCases, {"--known-issues", "empty.tsv"})), dir, env).exit_code, 1);
+  const auto fresh = read_json_file(dir + "/mpscheck-report/report.json");
+  for (const auto& p : fresh.at("fingerprints")) EXPECT_EQ(p.at("known"), "new");
+  std::ofstream(dir + "/bad.tsv") << "op/shape/cat * * memory\n";
+  const auto bad = run_mpscheck(on_sim(with(kCases, {"--known-issues", "bad.tsv"})), dir, env);
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("bad.tsv:1: a row needs seven fields"), std::string::npos) << bad.err;
+}
