@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <set>
 #include <string>
 
 #include "core/plugin_host.hpp"
@@ -175,7 +176,20 @@ bool reset_process_peak() {
 #endif
 }
 
-MemoryWatch::MemoryWatch(const c10::Device& device) : device_(device_memory(device)) {
+namespace {
+// Device types whose allocator has shown it keeps both peaks (allocated and driver): a watch saw
+// allocations and the counters held them. A counter kept once is kept always, so later watches on
+// that device need no sampling thread (whose start, wake-ups and join cost a loaded machine up to
+// milliseconds per case).
+std::mutex g_counting_mutex;
+std::set<int> g_counting_devices;
+bool keeps_peaks(c10::DeviceType t) {
+  std::lock_guard<std::mutex> lock(g_counting_mutex);
+  return g_counting_devices.count(static_cast<int>(t)) > 0;
+}
+}  // namespace
+
+MemoryWatch::MemoryWatch(const c10::Device& device) : device_(device_memory(device)), type_(device.type()) {
   process_reset_ = reset_process_peak();
   if (device_) {
     try {
@@ -183,11 +197,17 @@ MemoryWatch::MemoryWatch(const c10::Device& device) : device_(device_memory(devi
     } catch (const c10::Error&) {
     }
   }
-  if (device_ || !process_reset_) sampler_ = std::thread([this] { sample(); });
+  if ((device_ && !keeps_peaks(type_)) || !process_reset_) sampler_ = std::thread([this] { sample(); });
 }
 
-MemoryWatch::~MemoryWatch() {
-  stop_ = true;
+MemoryWatch::~MemoryWatch() { stop(); }
+
+void MemoryWatch::stop() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stop_ = true;
+  }
+  wake_.notify_all();
   if (sampler_.joinable()) sampler_.join();
 }
 
@@ -200,20 +220,17 @@ void MemoryWatch::sample() {
     } catch (const c10::Error&) {
     }
     if (!process_reset_) process = std::max(process, or_none(process_now()));
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      sampled_ = std::max(sampled_, allocated);
-      sampled_driver_ = std::max(sampled_driver_, driver);
-      sampled_process_ = std::max(sampled_process_, process);
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    std::unique_lock<std::mutex> lock(mutex_);
+    sampled_ = std::max(sampled_, allocated);
+    sampled_driver_ = std::max(sampled_driver_, driver);
+    sampled_process_ = std::max(sampled_process_, process);
+    wake_.wait_for(lock, std::chrono::milliseconds(1), [this] { return stop_.load(); });
   }
 }
 
 MemoryFigures MemoryWatch::figures() {
   if (figures_) return *figures_;
-  stop_ = true;
-  if (sampler_.joinable()) sampler_.join();
+  stop();
   MemoryFigures m;
   if (device_) {
     std::int64_t counter = -1, now = -1, driver_counter = -1, driver_now = -1, max = -1;
@@ -236,6 +253,10 @@ MemoryFigures MemoryWatch::figures() {
     }
     m.driver_peak = driver_counter > 0 && driver_counter >= driver_sampled ? driver_counter : driver_sampled;
     m.recommended_max = max;
+    if (sampled_ > 0 && sampled_driver_ > 0 && m.peak_source == "counter" && driver_counter >= sampled_driver_) {
+      std::lock_guard<std::mutex> lock(g_counting_mutex);
+      g_counting_devices.insert(static_cast<int>(type_));
+    }
   }
   m.process_peak = process_reset_ ? or_none(process_peak_bytes()) : std::max(sampled_process_, or_none(process_now()));
   figures_ = m;

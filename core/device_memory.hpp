@@ -9,6 +9,7 @@
 #include <c10/core/Device.h>
 
 #include <atomic>
+#include <condition_variable>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -47,7 +48,8 @@ bool reset_process_peak();
 // Measures one target run from construction to figures(): resets the peaks, and samples the
 // device's allocated and driver memory every millisecond on a thread of its own, so a device
 // whose allocator keeps no peak still gets one (a spike shorter than a sample is missed: the
-// figure says "sampled").
+// figure says "sampled"). Once a watch has seen a device's counters hold what it sampled, later
+// watches on that device type trust the counters and start no thread.
 class MemoryWatch {
  public:
   explicit MemoryWatch(const c10::Device& device);
@@ -59,10 +61,13 @@ class MemoryWatch {
 
  private:
   void sample();
+  void stop();
   std::unique_ptr<DeviceMemory> device_;
+  c10::DeviceType type_;
   bool process_reset_ = false;
   std::atomic<bool> stop_{false};
   std::mutex mutex_;
+  std::condition_variable wake_;  // ends the sampler's wait at once when the run ends
   std::int64_t sampled_ = -1, sampled_driver_ = -1, sampled_process_ = -1;
   std::thread sampler_;
   std::optional<MemoryFigures> figures_;
