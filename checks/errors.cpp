@@ -1,5 +1,7 @@
 #include "checks/errors.hpp"
 
+#include "checks/memory.hpp"
+
 #include "reports/escape.hpp"
 
 #include <algorithm>
@@ -141,6 +143,8 @@ bool is_sticky_device_error(const std::string& message) {
 Status classify_exception(const std::string& message) {
   // A poisoned device first: CUDA 717's text says "not supported", and it is no declared gap.
   if (is_sticky_device_error(message)) return Status::Error;
+  // Out of memory is no declared gap and no bug of the computation: the case does not fit.
+  if (is_out_of_memory(message)) return Status::Memory;
   const std::string m = lower(message);
   for (const Phrase& p : kUnsupported)
     if (matches(m, p)) return Status::Unsupported;
@@ -150,7 +154,8 @@ Status classify_exception(const std::string& message) {
 bool needs_fresh_worker(Status status, const std::string& message, bool accelerator) {
   if (is_sticky_device_error(message)) return true;
   if (!accelerator) return false;
-  return status == Status::Error || status == Status::Mismatch || status == Status::Nan;
+  // After running out of memory, the allocator's cache and fragmentation would be the next case's.
+  return status == Status::Error || status == Status::Mismatch || status == Status::Nan || status == Status::Memory;
 }
 
 bool is_fallback_warning(const std::string& warning) {

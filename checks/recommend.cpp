@@ -15,6 +15,12 @@ void recommend(CaseResult& r) {
     r.reason = "the target has no kernel for part of it: LibTorch ran that on the CPU, so there is no target result or time";
     return;
   }
+  if (r.status == Status::Memory) {
+    r.recommendation = Recommendation::ReduceMemory;
+    r.reason = "it does not fit the target's recommended memory: run it with a smaller batch or size, or on a device "
+               "with more memory; until then keep it on CPU";
+    return;
+  }
   if (is_finding(r.status)) {
     r.recommendation = Recommendation::Blocked;
     r.reason = fmt::format("the target gives '{}' here; keep this on CPU until it is fixed", to_string(r.status));
@@ -44,6 +50,7 @@ std::string workload_class(const std::string& id) {
 
 std::string ClassSummary::recommendation() const {
   if (blocked > 0) return to_string(Recommendation::Blocked);
+  if (reduce_memory > 0) return to_string(Recommendation::ReduceMemory);
   if (accelerate > 0 && accelerate >= keep_on_cpu) return to_string(Recommendation::Accelerate);
   if (accelerate + keep_on_cpu > 0) return to_string(Recommendation::KeepOnCpu);
   return "not checked";
@@ -55,6 +62,7 @@ std::map<std::string, ClassSummary> summarize_classes(const std::vector<CaseResu
     auto& s = out[workload_class(c.id)];
     switch (c.recommendation) {
       case Recommendation::Blocked: ++s.blocked; break;
+      case Recommendation::ReduceMemory: ++s.reduce_memory; break;
       case Recommendation::Accelerate: ++s.accelerate; break;
       case Recommendation::KeepOnCpu: ++s.keep_on_cpu; break;
       case Recommendation::None: ++s.skipped; break;

@@ -16,8 +16,9 @@ void recommend(CaseResult& r);
 std::string workload_class(const std::string& id);
 
 struct ClassSummary {
-  int accelerate = 0, keep_on_cpu = 0, blocked = 0, skipped = 0;
-  std::string recommendation() const;  // blocked if any case is; accelerate if most timed cases are
+  int accelerate = 0, keep_on_cpu = 0, blocked = 0, skipped = 0, reduce_memory = 0;
+  // blocked if any case is; else reduce memory if any case does not fit; accelerate if most timed cases are
+  std::string recommendation() const;
 };
 std::map<std::string, ClassSummary> summarize_classes(const std::vector<CaseResult>& cases);
 

@@ -410,15 +410,24 @@ std::vector<RegisteredWorkload> select_cases(const Config& cfg, const Registry& 
 // cost a long run, and neither must an unwritable report at its very end.
 struct RunInputs {
   std::vector<Expectation> expectations;
+  std::vector<KnownIssue> known_issues;
   std::optional<RunReport> baseline;
 };
 RunInputs read_run_inputs(const Config& cfg) {
   RunInputs in;
   try {
     if (!cfg.expect_path.empty()) in.expectations = load_expectations(cfg.expect_path);
+    // The shipped table, unless another is named (one that is missing is then an error).
+    if (!cfg.known_issues_path.empty())
+      in.known_issues = load_known_issues(cfg.known_issues_path);
+    else if (std::filesystem::exists(MPSCHECK_KNOWN_ISSUES_TABLE))
+      in.known_issues = load_known_issues(MPSCHECK_KNOWN_ISSUES_TABLE);
     if (!cfg.baseline_path.empty()) in.baseline = read_json_report(cfg.baseline_path);
   } catch (const ExpectationError& e) {
     std::cerr << "mpscheck: " << e.what() << '\n';
+    throw Exit{kExitUsage};
+  } catch (const KnownIssuesError& e) {
+    std::cerr << "mpscheck: --known-issues: " << e.what() << '\n';
     throw Exit{kExitUsage};
   } catch (const ReportError& e) {
     std::cerr << "mpscheck: --baseline: " << e.what() << '\n';
@@ -577,6 +586,7 @@ int report_run(const Config& cfg, RunReport& report, const RunInputs& inputs, co
                const Registry& registry) {
   if (!inputs.expectations.empty())
     apply_expectations(inputs.expectations, report.environment, target.spec.str(), report.cases);
+  report.known_issues = inputs.known_issues;
   const std::string path = cfg.report_path();
   const ReproTarget rt = repro_target(target.spec, cfg.seed, cfg.quick);
   const ReportContext ctx{report, path, &rt,
@@ -678,8 +688,9 @@ int run_cases(int argc, char** argv, const Config& cfg) {
   install_signal_handlers();
 
   Runner timed_runner(loop.worker, cfg.report_dir + "/worker.log", loop.runner);
+  DeviceFacts facts;
   try {
-    if (const auto unusable = probe_target(timed_runner, target.spec, cfg.timeout_for_op())) {
+    if (const auto unusable = probe_target(timed_runner, target.spec, cfg.timeout_for_op(), &facts)) {
       std::cerr << "mpscheck: " << unusable->line << '\n';
       return kExitNoTarget;
     }
@@ -687,6 +698,10 @@ int run_cases(int argc, char** argv, const Config& cfg) {
     std::cerr << "mpscheck: " << e.what() << " (stopped before the device probe; nothing ran)\n";
     return kExitCannotRun;
   }
+  const Tier tier = tier_from_facts(facts);
+  if (!facts.name.empty()) report.environment["device_name"] = facts.name;
+  if (facts.recommended_max > 0) report.environment["device_recommended_max_bytes"] = facts.recommended_max;
+  std::cerr << "mpscheck: " << tier_line(target.spec.device, facts, tier) << '\n';
   ConsoleReporter console(std::cout, isatty(STDOUT_FILENO), use_color(STDOUT_FILENO));
   const auto run_start = std::chrono::steady_clock::now();
   RunOutcome outcome = execute_plan(plan, journal.done, loop, timed_runner, *journal.journal, console);
@@ -695,6 +710,9 @@ int run_cases(int argc, char** argv, const Config& cfg) {
     return kExitCannotRun;
   }
   report.cases = std::move(outcome.cases);
+  const Tier final_tier = tier_after_run(tier, report.cases);
+  apply_tier(final_tier, report.environment, report.cases);
+  if (final_tier.name != tier.name) std::cerr << "mpscheck: tier " << final_tier.name << ": " << final_tier.why << '\n';
   report.run["wall_s"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - run_start).count();
   report.run["complete"] = !outcome.interrupted;
   return report_run(cfg, report, inputs, target, registry);

@@ -64,6 +64,7 @@ po::options_description visible_options() {
     if (*r->flag()) out.add_options()(r->flag(), po::value<std::string>(), r->help());
   out.add_options()
       ("expect", po::value<std::string>(), "known failures (see README): only unexpected results fail the run")
+      ("known-issues", po::value<std::string>(), "the table of upstream issues findings are matched to by fingerprint (default: expectations/known-issues.tsv)")
       ("baseline", po::value<std::string>(), "an earlier report.json: print regressions and fixes; a regression fails the run")
       ("shard", po::value<std::string>(), "run shard I of N (I/N, 1-based), or 'auto': the shard GTEST_SHARD_INDEX/GTEST_TOTAL_SHARDS name")
       ("output,o", po::value<std::string>(), "merge: where to write the merged JSON report; expect: the expectations file")
@@ -193,6 +194,7 @@ Config parse_command_line(int argc, const char* const* argv, std::string* out_te
     if (vm.count(key)) out = vm[key].as<std::string>();
   };
   text("expect", c.expect_path);
+  text("known-issues", c.known_issues_path);
   text("reference-cache", c.reference_cache);
   c.reuse_reference_times = vm.count("reuse-reference-times") > 0;
   if (c.reuse_reference_times && c.reference_cache.empty())

@@ -39,6 +39,7 @@ struct Config {
   bool train = false;                  // --train: also compare parameter gradients
   std::map<std::string, std::string> report_destinations;  // reporter flag -> FILE or DIR (reports/reporters.cpp)
   std::string expect_path;             // --expect FILE: known failures
+  std::string known_issues_path;       // --known-issues FILE: fingerprints of upstream issues (else the shipped table)
   std::string baseline_path;           // --baseline OLD.json: regressions and fixes
   std::string shard;                   // --shard I/N, or --shard auto: GTEST_SHARD_INDEX/GTEST_TOTAL_SHARDS
   std::string shard_note;              // where the shard came from, or why GTEST_* were not used

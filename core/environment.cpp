@@ -1,6 +1,7 @@
 #include "core/environment.hpp"
 
 #include "core/host_text.hpp"
+#include "core/platform.hpp"
 #include "core/target.hpp"
 #include <mpscheck/version.hpp>
 
@@ -18,62 +19,13 @@
 #include <cstdlib>
 #include <fstream>
 #include <set>
-#include <sys/utsname.h>
 #include <thread>
-#ifdef __APPLE__
-#include <mach-o/dyld.h>
-#include <sys/sysctl.h>
-#endif
 
 extern char** environ;
 
 namespace mpscheck {
 
 namespace {
-
-std::string sysctl_string(const char* name);
-
-std::string os_description() {
-  if (auto mac = sysctl_string("kern.osproductversion"); !mac.empty()) return "macOS " + mac;
-  std::string pretty;
-  std::ifstream os("/etc/os-release");
-  for (std::string line; std::getline(os, line);) {
-    if (line.rfind("PRETTY_NAME=", 0) == 0) {
-      pretty = line.substr(12);
-      pretty.erase(std::remove(pretty.begin(), pretty.end(), '"'), pretty.end());
-    }
-  }
-  utsname u{};
-  if (uname(&u) == 0) {
-    const std::string kernel = fmt::format("{} {} {}", u.sysname, u.release, u.machine);
-    return pretty.empty() ? kernel : pretty + " (" + kernel + ")";
-  }
-  return pretty;
-}
-
-// The OS's version alone, which expectation lines compare with (os>=14.4): macOS's product version
-// ("15.3"), else /etc/os-release's VERSION_ID ("12" on Debian 12); empty when neither is known.
-std::string os_version() {
-  if (auto mac = sysctl_string("kern.osproductversion"); !mac.empty()) return mac;
-  std::ifstream os("/etc/os-release");
-  for (std::string line; std::getline(os, line);) {
-    if (line.rfind("VERSION_ID=", 0) == 0) {
-      std::string v = line.substr(11);
-      v.erase(std::remove(v.begin(), v.end(), '"'), v.end());
-      return v;
-    }
-  }
-  return {};
-}
-
-std::string sysctl_string(const char* name) {
-#ifdef __APPLE__
-  char buf[256];
-  size_t len = sizeof buf;
-  if (sysctlbyname(name, buf, &len, nullptr, 0) == 0) return std::string(buf, strnlen(buf, len));
-#endif
-  return {};
-}
 
 // The build switches that decide CPU baseline speed, from LibTorch's own configuration text.
 std::string build_flags() {
@@ -88,43 +40,20 @@ std::string build_flags() {
   return fmt::format("{}", fmt::join(keep, " "));
 }
 
-std::string cpu_model() {
-  if (auto brand = sysctl_string("machdep.cpu.brand_string"); !brand.empty()) return brand;
-  std::ifstream in("/proc/cpuinfo");
-  for (std::string line; std::getline(in, line);) {
-    if (line.rfind("model name", 0) == 0) {
-      const auto colon = line.find(':');
-      if (colon != std::string::npos) return line.substr(colon + 2);
-    }
-  }
-  return "unknown";
-}
-
 }  // namespace
 
-std::string cpu_model_name() { return cpu_model(); }
+std::string cpu_model_name() { return current_platform().cpu_model(); }
 
 std::vector<std::string> loaded_blas_libraries() {
-  std::set<std::string> libs;
-#ifdef __APPLE__
-  for (uint32_t i = 0; i < _dyld_image_count(); ++i) {
-    const std::string path = _dyld_get_image_name(i);
-    if (path.find("Accelerate") != std::string::npos || path.find("blas") != std::string::npos ||
-        path.find("BLAS") != std::string::npos)
-      libs.insert(path);
-  }
-#endif
-  std::ifstream maps("/proc/self/maps");
-  for (std::string line; std::getline(maps, line);) {
-    const auto slash = line.find('/');
-    if (slash == std::string::npos) continue;
-    const std::string path = line.substr(slash);
+  std::vector<std::string> libs;
+  for (const auto& path : current_platform().loaded_libraries()) {
     const std::string base = path.substr(path.rfind('/') + 1);
     if (base.find("blas") != std::string::npos || base.find("mkl") != std::string::npos ||
-        base.find("lapack") != std::string::npos)
-      libs.insert(path);
+        base.find("lapack") != std::string::npos || path.find("Accelerate") != std::string::npos ||
+        path.find("BLAS") != std::string::npos)
+      libs.push_back(path);
   }
-  return {libs.begin(), libs.end()};
+  return libs;
 }
 
 std::vector<std::string> openmp_runtimes_among(const std::vector<std::string>& loaded_paths) {
@@ -141,16 +70,7 @@ std::vector<std::string> openmp_runtimes_among(const std::vector<std::string>& l
   return {runtimes.begin(), runtimes.end()};
 }
 
-std::vector<std::string> loaded_libraries() {
-  std::set<std::string> libs;
-#ifdef __APPLE__
-  for (uint32_t i = 0; i < _dyld_image_count(); ++i) libs.insert(_dyld_get_image_name(i));
-#endif
-  std::ifstream maps("/proc/self/maps");
-  for (std::string line; std::getline(maps, line);)
-    if (const auto slash = line.find('/'); slash != std::string::npos) libs.insert(line.substr(slash));
-  return {libs.begin(), libs.end()};
-}
+std::vector<std::string> loaded_libraries() { return current_platform().loaded_libraries(); }
 
 std::string blas_name(const std::string& parallel_info, const std::string& build_config,
                       const std::vector<std::string>& loaded_libraries) {
@@ -203,9 +123,12 @@ nlohmann::json collect_environment(const EnvironmentInput& in) {
   env["torch_version"] = TORCH_VERSION;
   env["torch_build"] = build_flags();
   env["parallel"] = at::get_parallel_info().substr(0, at::get_parallel_info().find("Environment variables"));
-  env["os"] = os_description();
-  env["os_version"] = os_version();
-  env["cpu"] = cpu_model();
+  const Platform& platform = current_platform();
+  env["os"] = platform.os_description();
+  env["os_version"] = platform.os_version();
+  env["os_build"] = platform.os_build();
+  env["cpu"] = platform.cpu_model();
+  if (const std::string driver = platform.gpu_driver(); !driver.empty()) env["gpu_driver"] = driver;
   env["cores"] = std::thread::hardware_concurrency();
   env["threads"] = at::get_num_threads();
   const std::vector<std::string> blas_libraries = loaded_blas_libraries();

@@ -2,8 +2,10 @@
 
 #include "checks/compare.hpp"
 #include "checks/errors.hpp"
+#include "checks/memory.hpp"
 #include "checks/tolerance.hpp"
 #include "checks/verdict.hpp"
+#include "core/device_memory.hpp"
 #include "core/environment.hpp"
 #include "core/reference_cache.hpp"
 #include "core/timed_rounds.hpp"
@@ -566,6 +568,7 @@ CaseResult execute_case_inner(const RegisteredWorkload& rw, const ExecuteOptions
   std::unique_ptr<Instance> tgt;
   Outputs tgt_out;
   warnings.set_side(Side::Target);
+  MemoryWatch memory(device);
   try {
     tgt = w.instantiate(options.setup, Placement{device, dtype, Side::Target});
     tgt_out = owned(tgt->run(), "target");
@@ -574,9 +577,12 @@ CaseResult execute_case_inner(const RegisteredWorkload& rw, const ExecuteOptions
     r.message = exception_text(std::current_exception());
     r.status = classify_exception(r.message);
     r.phase = "target";
+    r.memory = memory.figures();
+    judge_memory(r);
     if (key && cache_dirty) options.cache->store(*key, *cached);
     return r;
   }
+  r.memory = memory.figures();
 
   const auto compare_start = Clock::now();
   try {
@@ -626,6 +632,7 @@ CaseResult execute_case_inner(const RegisteredWorkload& rw, const ExecuteOptions
                   exception_text(std::current_exception());
     }
   }
+  judge_memory(r);
   if (key && cache_dirty) options.cache->store(*key, *cached);
   return r;
 }

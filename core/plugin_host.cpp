@@ -31,6 +31,16 @@ std::vector<boost::dll::shared_library>& permanent_libraries() {
   return *libraries;
 }
 
+}  // namespace
+
+void* find_plugin_function(const char* name) {
+  for (auto& lib : permanent_libraries())
+    if (void* f = ::dlsym(lib.native(), name)) return f;
+  return nullptr;
+}
+
+namespace {
+
 bool looks_like_plugin_file(const fs::path& p) {
   const auto ext = p.extension().string();
   return ext == ".so" || ext == ".dylib";

@@ -36,6 +36,10 @@ struct UntrustedPlugin : PluginLoadError {
 // effective user or root; the message names the path and the command that fixes it.
 void check_plugin_trust(const std::filesystem::path& path);
 
+// A function a loaded plugin exports with C linkage under `name`, beside its descriptor (an optional
+// extra, as a device plugin's `mpscheck_device_name`); null when no loaded plugin exports one.
+void* find_plugin_function(const char* name);
+
 class PluginHost {
  public:
   PluginHost();

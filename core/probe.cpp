@@ -1,6 +1,7 @@
 #include "core/probe.hpp"
 
 #include "core/config.hpp"
+#include "core/device_memory.hpp"
 #include "core/plugin_host.hpp"
 #include "core/worker.hpp"
 
@@ -47,6 +48,13 @@ CaseResult run_probe(const TargetSpec& target) {
       return r;
     }
     r.status = Status::Pass;
+    // What the tier is decided from (core/device_tier.hpp): the device's name and memory.
+    r.device_name = device_name(device);
+    if (const auto memory = device_memory(device)) {
+      MemoryFigures m;
+      if (const auto max = memory->recommended_max()) m.recommended_max = *max;
+      r.memory = m;
+    }
   } catch (const c10::Error& e) {
     r.message = one_line(e.what_without_backtrace());
   } catch (const std::exception& e) {
@@ -66,10 +74,15 @@ std::string unusable_device_line(const std::string& device, const std::string& e
   return line;
 }
 
-std::optional<ProbeFailure> probe_target(Runner& runner, const TargetSpec& target, double timeout_s) {
+std::optional<ProbeFailure> probe_target(Runner& runner, const TargetSpec& target, double timeout_s,
+                                         DeviceFacts* facts) {
   const std::string device = target.device.substr(0, target.device.find(':'));
   if (device == "cpu") return std::nullopt;
   const CaseResult r = runner.run(kProbeCaseId, std::min(timeout_s, kProbeDeadlineS));
+  if (facts) {
+    facts->name = r.device_name;
+    if (r.memory) facts->recommended_max = r.memory->recommended_max;
+  }
   if (r.status == Status::Pass) return std::nullopt;
   std::string why = r.message;
   if (r.status == Status::Timeout) why = fmt::format("no answer within {:g} s (the device hangs)", std::min(timeout_s, kProbeDeadlineS));

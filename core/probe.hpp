@@ -4,6 +4,7 @@
 #pragma once
 
 #include <mpscheck/result.hpp>
+#include "core/device_tier.hpp"
 #include "core/target.hpp"
 
 #include <optional>
@@ -26,8 +27,10 @@ struct ProbeFailure {
 };
 
 // Host side: probes `target` through `runner` (its worker) within `timeout_s`. Nothing when the
-// device works (or is the CPU).
-std::optional<ProbeFailure> probe_target(Runner& runner, const TargetSpec& target, double timeout_s);
+// device works (or is the CPU). `facts`, when given, gets what the probe learnt of the device
+// (its name and recommended maximum memory), from which the run's tier is decided.
+std::optional<ProbeFailure> probe_target(Runner& runner, const TargetSpec& target, double timeout_s,
+                                         DeviceFacts* facts = nullptr);
 
 // The one line for a device that failed its probe with `error`.
 std::string unusable_device_line(const std::string& device, const std::string& error);

@@ -117,7 +117,7 @@ std::vector<Expectation> parse_expectations(const std::string& text, const std::
         try {
           s = status_from_string(st);
         } catch (const std::invalid_argument&) {
-          throw fail(fmt::format("unknown status '{}' (use mismatch, nan, unsupported, fallback, error, crash, timeout or *)", st));
+          throw fail(fmt::format("unknown status '{}' (use mismatch, nan, unsupported, fallback, memory, error, crash, timeout or *)", st));
         }
         if (!is_finding(s)) throw fail(fmt::format("'{}' is not a failure status", st));
         e.statuses.push_back(st);
@@ -143,10 +143,11 @@ std::vector<Expectation> parse_expectations(const std::string& text, const std::
     if (!e.cause.empty()) {
       static const std::map<std::string, std::vector<std::string>> kCauses{
           {"unimplemented", {"unsupported", "fallback"}}, {"accuracy", {"mismatch", "nan"}},
-          {"crash", {"crash", "timeout", "error"}},      {"performance", {}}};
+          {"crash", {"crash", "timeout", "error"}},      {"performance", {}},
+          {"memory", {"memory"}}};
       const auto cause = kCauses.find(e.cause);
       if (cause == kCauses.end())
-        throw fail(fmt::format("unknown cause '{}' (use unimplemented, accuracy, crash or performance)", e.cause));
+        throw fail(fmt::format("unknown cause '{}' (use unimplemented, accuracy, crash, memory or performance)", e.cause));
       for (const auto& st : e.statuses)
         if (std::find(cause->second.begin(), cause->second.end(), st) == cause->second.end())
           throw fail(fmt::format("status '{}' is never of cause '{}'{}", st, e.cause,
@@ -190,6 +191,7 @@ std::string cause_of(const CaseResult& c) {
     case Status::Crash:
     case Status::Timeout:
     case Status::Error: return "crash";
+    case Status::Memory: return "memory";
     case Status::Pass: return c.speed_class == SpeedClass::Slower ? "performance" : "";
     default: return "";
   }

@@ -113,10 +113,22 @@ void write_bug_reports(const ReportContext& ctx, const std::string& dir) {
     const Workload* w = ctx.workload ? ctx.workload(c.id) : nullptr;
     LayerScript layer;
     if (!c.first_diverging_layer.empty() && ctx.layer_script) layer = ctx.layer_script(c, dir);
+    const Fingerprint fp = fingerprint_of(c);
     write_text_report(dir + "/" + case_file_name(c.id) + ".md",
-                      render_bug_report(c.id, &c, w, ctx.report.environment, *ctx.repro, &layer));
+                      fmt::format("Fingerprint: `{}` ({})\n\n", fp.text(),
+                                  known_text(match_known_issue(ctx.report.known_issues, fp))) +
+                          render_bug_report(c.id, &c, w, ctx.report.environment, *ctx.repro, &layer));
     ++written;
   }
+  // One upstream report covers a fingerprint: the index groups the files by it.
+  std::string index = "# Findings by fingerprint\n\nOne upstream report covers each group.\n\n";
+  for (const auto& g : findings_by_fingerprint(ctx.report.cases, ctx.report.known_issues)) {
+    index += fmt::format("## `{}`\n\n{}; {} finding{}:\n\n", g.fingerprint.text(), g.known, g.findings.size(),
+                         g.findings.size() == 1 ? "" : "s");
+    for (const CaseResult* c : g.findings) index += fmt::format("- [{}]({}.md)\n", c->id, case_file_name(c->id));
+    index += "\n";
+  }
+  write_text_report(dir + "/fingerprints.md", index);
   std::cerr << "mpscheck: wrote " << written << (written == 1 ? " bug report" : " bug reports") << " into " << dir
             << '\n';
 }

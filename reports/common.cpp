@@ -1,5 +1,6 @@
 // Helpers every report writer shares: where a case sits, how bad it is, its error figures and
 // finding text, environment lines, durations, and the one atomic file writer.
+#include "checks/memory.hpp"
 #include "checks/timing.hpp"
 #include "reports/escape.hpp"
 #include "reports/reporter.hpp"
@@ -37,12 +38,13 @@ int severity(Status s) {
     case Status::Skip: return 0;
     case Status::Pass: return 1;
     case Status::Fallback: return 2;
-    case Status::Unsupported: return 3;
-    case Status::Error: return 4;
-    case Status::Mismatch: return 5;
-    case Status::Nan: return 6;
-    case Status::Timeout: return 7;
-    case Status::Crash: return 8;
+    case Status::Memory: return 3;
+    case Status::Unsupported: return 4;
+    case Status::Error: return 5;
+    case Status::Mismatch: return 6;
+    case Status::Nan: return 7;
+    case Status::Timeout: return 8;
+    case Status::Crash: return 9;
   }
   return 0;
 }
@@ -84,8 +86,8 @@ std::vector<RankedClass> classes_blocked_first(const RunReport& report) {
   std::vector<RankedClass> out;
   for (const auto& [name, summary] : summarize_classes(report.cases)) {
     const std::string r = summary.recommendation();
-    const int rank = r == to_string(Recommendation::Blocked) ? 0 : r == to_string(Recommendation::Accelerate) ? 1
-                     : r == to_string(Recommendation::KeepOnCpu) ? 2 : 3;
+    const int rank = r == to_string(Recommendation::Blocked) ? 0 : r == to_string(Recommendation::ReduceMemory) ? 1
+                     : r == to_string(Recommendation::Accelerate) ? 2 : r == to_string(Recommendation::KeepOnCpu) ? 3 : 4;
     out.push_back({name, summary, rank});
   }
   std::stable_sort(out.begin(), out.end(), [](const RankedClass& a, const RankedClass& b) { return a.rank < b.rank; });
@@ -135,6 +137,19 @@ double max_over_outputs(const CaseResult& c, double OutputReport::*field) {
 
 }  // namespace
 
+std::string tier_name(const nlohmann::json& environment) {
+  const auto it = environment.find("tier");
+  return it != environment.end() && it->is_string() && !it->get<std::string>().empty() ? it->get<std::string>() : "native";
+}
+
+std::string tier_sentence(const nlohmann::json& environment) {
+  const std::string tier = tier_name(environment);
+  if (tier == "native") return {};
+  const auto why = environment.find("tier_reason");
+  return fmt::format("Tier: {}{}; its findings say more about that device than about the hardware users run", tier,
+                     why != environment.end() && why->is_string() ? ": " + why->get<std::string>() : std::string());
+}
+
 std::string shape_text(const std::vector<std::int64_t>& shape) {
   return fmt::format("[{}]", fmt::join(shape, ", "));
 }
@@ -167,6 +182,8 @@ std::string finding_detail(const CaseResult& c) {
                        o.inf_target);
     if (!o.note.empty()) d += fmt::format("  note: {}\n", o.note);
   }
+  if (c.memory) d += fmt::format("memory: {}\n", memory_text(*c.memory));
+  if (!c.tier.empty()) d += fmt::format("tier: {} (found on a device of that tier, not a native one)\n", c.tier);
   if (!c.plugin.empty()) d += fmt::format("plugin: {}\n", c.plugin);
   d += fmt::format("reproduce: mpscheck repro '{}'", c.id);
   return d;

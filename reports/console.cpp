@@ -1,6 +1,7 @@
 #include "reports/console.hpp"
 #include "reports/reporter.hpp"
 
+#include "checks/memory.hpp"
 #include "checks/recommend.hpp"
 #include "reports/escape.hpp"
 #include "reports/writers.hpp"
@@ -59,6 +60,7 @@ void ConsoleReporter::summary(const RunReport& report, const std::string& report
   out_ << "\n" << (color_ ? "\x1b[1m" : "") << "Summary" << (color_ ? "\x1b[0m" : "") << " (" << report.cases.size()
        << " cases, target " << report.run.value("target", "?") << ")\n";
   for (const auto& [status, n] : counts) out_ << "  " << paint(fmt::format("{:<11}", to_string(status)), status) << ' ' << n << '\n';
+  if (const std::string tier = tier_sentence(report.environment); !tier.empty()) out_ << "  " << tier << '\n';
 
   // Findings grouped by op (or model), the worst group first: one op's dtype, layout and direction
   // variants together.
@@ -69,7 +71,8 @@ void ConsoleReporter::summary(const RunReport& report, const std::string& report
       out_ << "  " << paint(fmt::format("{:<11}", to_string(g.worst)), g.worst) << ' ' << g.key
            << fmt::format(" ({} of {} case{})\n", g.findings.size(), g.cases, g.cases == 1 ? "" : "s");
       for (const auto* c : g.findings) {
-        out_ << "    " << paint(fmt::format("{:<11}", to_string(c->status)), c->status) << ' ' << c->id << '\n';
+        out_ << "    " << paint(fmt::format("{:<11}", to_string(c->status)), c->status) << ' ' << c->id
+             << (c->tier.empty() ? "" : " [tier " + c->tier + "]") << '\n';
         if (!c->message.empty()) out_ << "                " << c->message << '\n';
       }
     }
@@ -99,12 +102,27 @@ void ConsoleReporter::summary(const RunReport& report, const std::string& report
       for (size_t i = timed.size() - shown / 2; i < timed.size(); ++i) row(timed[i]);
     }
   }
+  // Memory: the largest peak on the target, and how many cases need more than the device recommends.
+  const CaseResult* largest = nullptr;
+  int over = 0;
+  for (const auto& c : report.cases) {
+    if (!c.memory || c.memory->peak_allocated < 0) continue;
+    if (!largest || c.memory->peak_allocated > largest->memory->peak_allocated) largest = &c;
+    if (c.status == Status::Memory) ++over;
+  }
+  if (largest)
+    out_ << fmt::format("\nMemory on the target: largest peak {} ({}){}; {} case{} over it or out of memory\n",
+                        bytes_text(largest->memory->peak_allocated), largest->id,
+                        largest->memory->recommended_max > 0
+                            ? ", the device recommends at most " + bytes_text(largest->memory->recommended_max)
+                            : std::string(", no recommended maximum known"),
+                        over, over == 1 ? "" : "s");
   const auto classes = summarize_classes(report.cases);
   if (!classes.empty()) {
-    out_ << "\nRecommendation by workload class (accelerate / keep on CPU / blocked cases)\n";
+    out_ << "\nRecommendation by workload class (accelerate / keep on CPU / blocked / reduce memory cases)\n";
     for (const auto& [name, s] : classes)
-      out_ << fmt::format("  {:<32} {:<12} {:>4} {:>4} {:>4}\n", name, s.recommendation(), s.accelerate, s.keep_on_cpu,
-                          s.blocked);
+      out_ << fmt::format("  {:<32} {:<13} {:>4} {:>4} {:>4} {:>4}\n", name, s.recommendation(), s.accelerate,
+                          s.keep_on_cpu, s.blocked, s.reduce_memory);
   }
   out_ << "\nReport: " << report_path << '\n';
   out_.flush();

@@ -1,5 +1,6 @@
 #include <mpscheck/version.hpp>
 #include "reports/reporter.hpp"
+#include "checks/memory.hpp"
 #include "reports/escape.hpp"
 #include "reports/writers.hpp"
 
@@ -41,7 +42,8 @@ table.sortable th[aria-sort=descending]::after{content:" \2193";color:var(--ink)
 .st.s-unsupported{color:#1f2328}
 .s-pass{background:var(--pass)}.s-fallback{background:var(--fallback)}.s-skip{background:var(--skip)}.s-unsupported{background:var(--unsupported)}
 .s-error{background:var(--error)}.s-mismatch{background:var(--mismatch)}.s-nan{background:var(--nan)}
-.s-timeout{background:var(--timeout)}.s-crash{background:var(--crash)}
+.s-timeout{background:var(--timeout)}.s-crash{background:var(--crash)}.s-memory{background:#8250df}
+span.tier{font-size:11px;border:1px solid #57606a;border-radius:6px;padding:0 5px;color:#57606a}
 .totals{display:flex;flex-wrap:wrap;gap:8px}.totals .st{font-size:14px;padding:4px 12px;border-radius:6px}
 details summary{cursor:pointer}details pre{white-space:pre-wrap;word-break:break-all;background:var(--bg);padding:6px;
 margin:4px 0 0;font-size:12px}
@@ -50,14 +52,14 @@ fill:var(--ink)}svg .grid{stroke:#e5e8eb}svg .one{stroke:var(--ink);stroke-width
 svg .spread{stroke:#57606a;stroke-width:1;fill:none}svg .noclaim{fill:#57606a;font-style:italic}
 svg .faster{fill:var(--faster)}svg .s-pass{fill:var(--pass)}svg .s-skip{fill:var(--skip)}
 svg .s-unsupported{fill:var(--unsupported)}svg .s-fallback{fill:var(--fallback)}svg .s-error{fill:var(--error)}svg .s-mismatch{fill:var(--mismatch)}
-svg .s-nan{fill:var(--nan)}svg .s-timeout{fill:var(--timeout)}svg .s-crash{fill:var(--crash)}svg .slower{fill:var(--slower)}svg .similar{fill:var(--similar)}
+svg .s-memory{fill:#8250df}svg .s-nan{fill:var(--nan)}svg .s-timeout{fill:var(--timeout)}svg .s-crash{fill:var(--crash)}svg .slower{fill:var(--slower)}svg .similar{fill:var(--similar)}
 table.matrix td,table.matrix th{text-align:center;padding:3px 6px;font-size:12px}table.matrix th.op{text-align:left;
 font-family:ui-monospace,Menlo,Consolas,monospace;font-weight:400}table.matrix td.cell{color:#fff;min-width:52px}
 table.matrix td.cell.s-unsupported{color:#1f2328}table.matrix td.empty{color:#bbb}
 details.group{border:1px solid var(--line,#d0d7de);border-radius:6px;padding:6px 10px;margin:8px 0}
 details.group>summary{font-weight:600}p.answer{font-size:16px;font-weight:600}
-.rec{padding:2px 8px;border-radius:6px;color:#fff}.r-0{background:var(--mismatch)}.r-1{background:var(--pass)}
-.r-2{background:#57606a}.r-3{background:var(--skip)}#environment summary h2{display:inline}
+.rec{padding:2px 8px;border-radius:6px;color:#fff}.r-0{background:var(--mismatch)}.r-1{background:#8250df}
+.r-2{background:var(--pass)}.r-3{background:#57606a}.r-4{background:var(--skip)}#environment summary h2{display:inline}
 .legend{display:flex;flex-wrap:wrap;gap:6px;margin:6px 0}
 )css";
 
@@ -84,8 +86,8 @@ document.querySelectorAll('table.sortable').forEach(function(table){
 })();
 )js";
 
-const Status kStatusOrder[] = {Status::Crash,       Status::Timeout, Status::Nan,  Status::Mismatch,
-                               Status::Error,       Status::Unsupported, Status::Fallback, Status::Pass, Status::Skip};
+const Status kStatusOrder[] = {Status::Crash,       Status::Timeout,     Status::Nan,    Status::Mismatch, Status::Error,
+                               Status::Unsupported, Status::Memory, Status::Fallback, Status::Pass,   Status::Skip};
 
 std::string status_pill(Status s) { return fmt::format(R"(<span class="st s-{0}">{0}</span>)", to_string(s)); }
 
@@ -304,17 +306,19 @@ std::string figure_cell(double v) {
 std::string verdict_section(const RunReport& report, const std::map<Status, int>& counts) {
   std::string h = "<section id=\"verdict\">\n<h2>Verdict per workload class</h2>\n";
   const std::vector<RankedClass> rows = classes_blocked_first(report);
-  int by_rank[4] = {0, 0, 0, 0};
+  int by_rank[5] = {0, 0, 0, 0, 0};
   for (const auto& c : rows) ++by_rank[c.rank];
-  h += fmt::format("<p class=\"answer\">{} workload class{} blocked, {} to accelerate, {} to keep on the CPU.</p>\n",
-                   by_rank[0], by_rank[0] == 1 ? "" : "es", by_rank[1], by_rank[2]);
+  h += fmt::format("<p class=\"answer\">{} workload class{} blocked, {} to reduce memory, {} to accelerate, {} to keep on "
+                   "the CPU.</p>\n",
+                   by_rank[0], by_rank[0] == 1 ? "" : "es", by_rank[1], by_rank[2], by_rank[3]);
   h += "<table class=\"sortable classes\"><thead><tr><th>workload class</th><th>recommendation</th>"
-       "<th>accelerate</th><th>keep on CPU</th><th>blocked</th></tr></thead><tbody>\n";
+       "<th>accelerate</th><th>keep on CPU</th><th>blocked</th><th>reduce memory</th></tr></thead><tbody>\n";
   for (const auto& c : rows)
     h += fmt::format("<tr><td class=\"id\">{}</td><td data-v=\"{}\"><span class=\"rec r-{}\">{}</span></td>"
-                     "<td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td></tr>\n",
+                     "<td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>"
+                     "</tr>\n",
                      html_escape(c.name), c.rank, c.rank, html_escape(c.summary.recommendation()), c.summary.accelerate,
-                     c.summary.keep_on_cpu, c.summary.blocked);
+                     c.summary.keep_on_cpu, c.summary.blocked, c.summary.reduce_memory);
   h += "</tbody></table>\n<div class=\"totals\">";
   for (const Status st : kStatusOrder)
     if (counts.count(st))
@@ -358,7 +362,8 @@ std::string findings_section(const std::vector<OpGroup>& groups, std::size_t fin
     h += "</tbody></table>\n<table class=\"findings\"><thead><tr><th>case</th><th>status</th><th>max abs error</th>"
          "<th>max rel error</th><th>message</th></tr></thead><tbody>\n";
     for (const CaseResult* c : g.findings) {
-      h += fmt::format("<tr><td class=\"id\">{}</td><td>{}</td>", html_escape(c->id), status_pill(c->status));
+      h += fmt::format("<tr><td class=\"id\">{}</td><td>{}{}</td>", html_escape(c->id), status_pill(c->status),
+                       c->tier.empty() ? "" : " <span class=\"tier\">" + html_escape(c->tier) + "</span>");
       h += figure_cell(max_abs_error(*c)) + figure_cell(max_rel_error(*c));
       h += fmt::format("<td><details><summary>{}</summary><pre>{}</pre></details></td></tr>\n",
                        html_escape(shorten(c->message.empty() ? "(no message)" : c->message, 160)),
@@ -367,6 +372,22 @@ std::string findings_section(const std::vector<OpGroup>& groups, std::size_t fin
     h += "</tbody></table>\n</details>\n";
   }
   return h + "</section>\n";
+}
+
+// Findings by fingerprint (op, dtype, layout, status, error signature): one upstream report per
+// row, known ones with their issue.
+std::string fingerprint_section(const std::vector<FingerprintGroup>& groups) {
+  if (groups.empty()) return {};
+  std::string h = "<section id=\"fingerprints\">\n<h2>Findings by fingerprint</h2>\n<table class=\"sortable\"><thead><tr>"
+                  "<th>fingerprint</th><th>upstream</th><th>findings</th><th>cases</th></tr></thead><tbody>\n";
+  for (const auto& g : groups) {
+    std::string ids;
+    for (const CaseResult* c : g.findings) ids += (ids.empty() ? "" : "<br>") + html_escape(c->id);
+    h += fmt::format("<tr><td class=\"id\">{}</td><td class=\"{}\">{}</td><td class=\"num\">{}</td><td class=\"id\">{}</td></tr>\n",
+                     html_escape(g.fingerprint.text()), g.known == "new" ? "new" : "known", html_escape(g.known),
+                     g.findings.size(), ids);
+  }
+  return h + "</tbody></table>\n</section>\n";
 }
 
 // The environment, last and folded; a multi-line value (ATen's parallel dump) behind its own disclosure.
@@ -408,9 +429,12 @@ std::string render_html(const RunReport& report) {
                    report.cases.size(), findings.size(), kVersion);
   if (report.run.contains("dtypes") && report.run.at("dtypes").is_string())
     h += fmt::format("<p class=\"note\">{}.</p>\n", html_escape(report.run.at("dtypes").get<std::string>()));
+  h += fmt::format("<p class=\"tier\">Device tier: <b>{}</b>{}</p>\n", html_escape(tier_name(report.environment)),
+                   tier_sentence(report.environment).empty() ? "." : ". " + html_escape(tier_sentence(report.environment)) + ".");
   h += "</header>\n";
   h += verdict_section(report, counts);
   h += findings_section(findings_by_op(report), findings.size());
+  h += fingerprint_section(findings_by_fingerprint(report.cases, report.known_issues));
 
   // Speed: chart per case (per family when there are many), then the table.
   std::vector<const CaseResult*> timed;
@@ -500,7 +524,7 @@ std::string render_html(const RunReport& report) {
 
   // Every case, in run order.
   h += "<section id=\"cases\">\n<h2>All cases</h2>\n<table class=\"sortable\"><thead><tr><th>case</th><th>status</th>"
-       "<th>max abs error</th><th>speedup</th><th>wall time</th><th>message</th></tr></thead><tbody>\n";
+       "<th>max abs error</th><th>speedup</th><th>wall time</th><th>peak memory</th><th>message</th></tr></thead><tbody>\n";
   for (const auto& c : report.cases) {
     h += fmt::format("<tr><td class=\"id\">{}</td><td data-v=\"{}\">{}</td>", html_escape(c.id), -severity(c.status),
                      status_pill(c.status));
@@ -508,6 +532,9 @@ std::string render_html(const RunReport& report) {
     h += c.speedup > 0 ? fmt::format(R"(<td class="num" data-v="{:.9g}">{}&#215;</td>)", c.speedup, format_speedup(c.speedup))
                        : std::string(R"(<td class="num" data-v="-1">-</td>)");
     h += fmt::format(R"(<td class="num" data-v="{:.9g}">{}</td>)", c.wall_s, format_seconds(c.wall_s));
+    const std::int64_t peak = c.memory ? c.memory->peak_allocated : -1;
+    h += fmt::format(R"(<td class="num" data-v="{}" title="{}">{}</td>)", peak,
+                     c.memory ? html_escape(memory_text(*c.memory)) : std::string(), bytes_text(peak));
     h += fmt::format("<td>{}</td></tr>\n", html_escape(shorten(c.message, 160)));
   }
   h += "</tbody></table>\n</section>\n";

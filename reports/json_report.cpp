@@ -27,6 +27,7 @@ nlohmann::json report_to_json(const RunReport& report) {
           {"environment", report.environment},
           {"run", report.run},
           {"summary", summary},
+          {"fingerprints", fingerprints_json(findings_by_fingerprint(report.cases, report.known_issues))},
           {"cases", report.cases}};
 }
 

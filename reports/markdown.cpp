@@ -2,6 +2,7 @@
 #include "reports/reporter.hpp"
 #include "reports/writers.hpp"
 
+#include "checks/memory.hpp"
 #include "checks/recommend.hpp"
 
 #include <fmt/format.h>
@@ -42,14 +43,19 @@ std::string render_markdown(const RunReport& report) {
 
   if (report.run.contains("dtypes") && report.run.at("dtypes").is_string())
     md += markdown_escape(report.run.at("dtypes").get<std::string>()) + ".\n\n";
+  md += fmt::format("Device tier: **{}**.", tier_name(report.environment));
+  if (const std::string tier = tier_sentence(report.environment); !tier.empty()) md += " " + markdown_escape(tier) + ".";
+  md += "\n\n";
 
   // The answer first: the recommendation per workload class, blocked classes first.
   const std::vector<RankedClass> rows = classes_blocked_first(report);
   if (!rows.empty()) {
-    int by_rank[4] = {0, 0, 0, 0};
+    int by_rank[5] = {0, 0, 0, 0, 0};
     for (const auto& c : rows) ++by_rank[c.rank];
     md += "## Verdict per workload class\n\n";
-    md += fmt::format("**{} blocked, {} to accelerate, {} to keep on the CPU.**\n\n", by_rank[0], by_rank[1], by_rank[2]);
+    md += fmt::format("**{} blocked, {}{} to accelerate, {} to keep on the CPU.**\n\n", by_rank[0],
+                      by_rank[1] > 0 ? fmt::format("{} to reduce memory, ", by_rank[1]) : std::string(), by_rank[2],
+                      by_rank[3]);
     md += "| Workload class | Recommendation | Accelerate | Keep on CPU | Blocked |\n|---|---|---:|---:|---:|\n";
     for (std::size_t i = 0; i < rows.size() && i < kClassRowsMax; ++i)
       md += fmt::format("| {} | {} | {} | {} | {} |\n", markdown_escape(rows[i].name), rows[i].summary.recommendation(),
@@ -78,13 +84,34 @@ std::string render_markdown(const RunReport& report) {
         by_dtype += fmt::format("{}{}: {}", by_dtype.empty() ? "" : "; ", row, statuses);
       }
       const CaseResult* worst = g.findings.front();
-      md += fmt::format("| {} | {} | {} of {} | {} | {} | {} |\n", markdown_escape(g.key), to_string(g.worst),
+      md += fmt::format("| {} | {}{} | {} of {} | {} | {} | {} |\n", markdown_escape(g.key), to_string(g.worst),
+                        worst->tier.empty() ? "" : " (" + worst->tier + ")",
                         g.findings.size(), g.cases, markdown_escape(by_dtype), markdown_escape(worst->id),
                         markdown_escape(shorten(worst->message, kMessageLength)));
     }
     if (groups.size() > kGroupRowsMax)
       md += fmt::format("| … {} more ops with findings (least severe; every one is in the JSON and HTML reports) "
                         "| | | | | |\n", groups.size() - kGroupRowsMax);
+    md += "\n";
+  }
+
+  // Findings by fingerprint: one upstream report covers a group; known ones name their issue.
+  const std::vector<FingerprintGroup> prints = findings_by_fingerprint(report.cases, report.known_issues);
+  if (!prints.empty()) {
+    const auto known = std::count_if(prints.begin(), prints.end(), [](const auto& g) { return g.known != "new"; });
+    md += fmt::format("## Findings by fingerprint ({} fingerprints, {} known upstream, {} new)\n\n", prints.size(), known,
+                      prints.size() - known);
+    md += "| Fingerprint | Upstream | Findings | Cases |\n|---|---|---:|---|\n";
+    for (std::size_t i = 0; i < prints.size() && i < kGroupRowsMax; ++i) {
+      std::string ids;
+      for (std::size_t k = 0; k < prints[i].findings.size() && k < 3; ++k)
+        ids += (k ? ", " : "") + prints[i].findings[k]->id;
+      if (prints[i].findings.size() > 3) ids += fmt::format(" and {} more", prints[i].findings.size() - 3);
+      md += fmt::format("| {} | {} | {} | {} |\n", markdown_escape(shorten(prints[i].fingerprint.text(), kMessageLength)),
+                        markdown_escape(prints[i].known), prints[i].findings.size(), markdown_escape(ids));
+    }
+    if (prints.size() > kGroupRowsMax)
+      md += fmt::format("| … {} more fingerprints (in the JSON report) | | | |\n", prints.size() - kGroupRowsMax);
     md += "\n";
   }
 
@@ -119,6 +146,29 @@ std::string render_markdown(const RunReport& report) {
       md += fmt::format("| … {} more … | | | | |\n", timed.size() - 2 * kSpeedRowsEachEnd);
       for (std::size_t i = timed.size() - kSpeedRowsEachEnd; i < timed.size(); ++i) row(timed[i]);
     }
+    md += "\n";
+  }
+
+  // Memory: the cases that need the most of it on the target, against what the device recommends.
+  std::vector<const CaseResult*> measured;
+  for (const auto& c : report.cases)
+    if (c.memory && c.memory->peak_allocated >= 0) measured.push_back(&c);
+  if (!measured.empty()) {
+    std::stable_sort(measured.begin(), measured.end(),
+                     [](auto* a, auto* b) { return a->memory->peak_allocated > b->memory->peak_allocated; });
+    const std::int64_t max = measured.front()->memory->recommended_max;
+    md += fmt::format("## Memory on the target ({} cases measured{})\n\n", measured.size(),
+                      max > 0 ? ", the device recommends at most " + bytes_text(max) : std::string());
+    md += "| Case | Status | Peak allocated | Driver peak | Process peak |\n|---|---|---:|---:|---:|\n";
+    for (std::size_t i = 0; i < measured.size() && i < kSpeedRowsEachEnd; ++i) {
+      const MemoryFigures& m = *measured[i]->memory;
+      md += fmt::format("| {} | {} | {}{} | {} | {} |\n", markdown_escape(measured[i]->id), to_string(measured[i]->status),
+                        bytes_text(m.peak_allocated), m.peak_source == "sampled" ? " (sampled)" : "",
+                        bytes_text(m.driver_peak), bytes_text(m.process_peak));
+    }
+    if (measured.size() > kSpeedRowsEachEnd)
+      md += fmt::format("| … {} more (every case's figures are in the JSON and CSV reports) | | | | |\n",
+                        measured.size() - kSpeedRowsEachEnd);
     md += "\n";
   }
 

@@ -1,6 +1,7 @@
 // A whole run as reports see it: environment, run settings, every case.
 #pragma once
 
+#include "reports/fingerprint.hpp"
 #include <mpscheck/result.hpp>
 
 #include <nlohmann/json.hpp>
@@ -16,6 +17,8 @@ struct RunReport {
   nlohmann::json environment = nlohmann::json::object();
   nlohmann::json run = nlohmann::json::object();  // target, seed, quick, timing budget, wall time
   std::vector<CaseResult> cases;
+  // The known-issue table findings are matched against (--known-issues; reports/fingerprint.hpp).
+  std::vector<KnownIssue> known_issues;
 };
 
 std::map<Status, int> count_by_status(const std::vector<CaseResult>& cases);

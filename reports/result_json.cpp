@@ -110,6 +110,32 @@ void from_json(const nlohmann::json& j, TimingStats& t) {
   t.runs = j.at("runs").get<int>();
 }
 
+namespace {
+// A byte count, or null where the figure does not exist (-1).
+nlohmann::json bytes(std::int64_t n) { return n >= 0 ? nlohmann::json(n) : nlohmann::json(); }
+std::int64_t bytes_from(const nlohmann::json& j, const char* key) {
+  const auto it = j.find(key);
+  return it != j.end() && it->is_number() ? it->get<std::int64_t>() : -1;
+}
+}  // namespace
+
+void to_json(nlohmann::json& j, const MemoryFigures& m) {
+  j = {{"peak_allocated_bytes", bytes(m.peak_allocated)},
+       {"peak_source", m.peak_source},
+       {"driver_peak_bytes", bytes(m.driver_peak)},
+       {"process_peak_bytes", bytes(m.process_peak)},
+       {"recommended_max_bytes", bytes(m.recommended_max)}};
+}
+
+void from_json(const nlohmann::json& j, MemoryFigures& m) {
+  m.peak_allocated = bytes_from(j, "peak_allocated_bytes");
+  const auto source = j.find("peak_source");
+  m.peak_source = source != j.end() && source->is_string() ? source->get<std::string>() : std::string();
+  m.driver_peak = bytes_from(j, "driver_peak_bytes");
+  m.process_peak = bytes_from(j, "process_peak_bytes");
+  m.recommended_max = bytes_from(j, "recommended_max_bytes");
+}
+
 void to_json(nlohmann::json& j, const CaseResult& r) {
   j = {{"id", text(r.id)},   {"kind", to_string(r.kind)},     {"tags", texts(r.tags)}, {"plugin", text(r.plugin)},
        {"status", to_string(r.status)},            {"message", text(r.message)}, {"target", text(r.target)},
@@ -138,6 +164,9 @@ void to_json(nlohmann::json& j, const CaseResult& r) {
     j["first_diverging_layer_call"] = r.first_diverging_layer_call;
     if (r.layer) j["layer"] = *r.layer;
   }
+  if (r.memory) j["memory"] = *r.memory;
+  if (!r.tier.empty()) j["tier"] = text(r.tier);
+  if (!r.device_name.empty()) j["device_name"] = text(r.device_name);
 }
 
 void from_json(const nlohmann::json& j, CaseResult& r) {
@@ -179,6 +208,9 @@ void from_json(const nlohmann::json& j, CaseResult& r) {
   r.unexpected_pass = j.value("unexpected_pass", false);
   r.expectation = j.value("expectation", "");
   if (j.contains("layer") && !j.at("layer").is_null()) r.layer = j.at("layer").get<OutputReport>();
+  if (j.contains("memory") && j.at("memory").is_object()) r.memory = j.at("memory").get<MemoryFigures>();
+  r.tier = j.value("tier", "");
+  r.device_name = j.value("device_name", "");
 }
 
 }  // namespace mpscheck

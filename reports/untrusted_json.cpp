@@ -11,7 +11,8 @@ namespace {
 double integer_limit(const std::string& key) {
   if (key == "runs" || key == "first_diverging_layer_call") return static_cast<double>(std::numeric_limits<int>::max());
   for (const char* k : {"numel", "mismatches", "first_mismatch", "nan_reference", "inf_reference", "nan_target",
-                        "inf_target", "shape", "schema_version", "mpscheck_journal", "cases", "seed"})
+                        "inf_target", "shape", "schema_version", "mpscheck_journal", "cases", "seed",
+                        "peak_allocated_bytes", "driver_peak_bytes", "process_peak_bytes", "recommended_max_bytes"})
     if (key == k) return 9.2e18;  // just under 2^63
   return 0;
 }

@@ -60,14 +60,20 @@ struct OpGroup {
 // Groups with at least one finding, the worst status first, then by the number of findings, then by key.
 std::vector<OpGroup> findings_by_op(const RunReport& report);
 
-// The workload classes (checks/recommend.hpp) with their summaries, blocked first, then accelerate,
-// keep on CPU and not checked; `rank` of each is that order's index (0 = blocked).
+// The workload classes (checks/recommend.hpp) with their summaries, blocked first, then reduce
+// memory, accelerate, keep on CPU and not checked; `rank` of each is that order's index (0 = blocked).
 struct RankedClass {
   std::string name;
   ClassSummary summary;
-  int rank = 3;
+  int rank = 4;
 };
 std::vector<RankedClass> classes_blocked_first(const RunReport& report);
+
+// The device's tier from a report's environment block: "native" where none is named (core/device_tier.hpp).
+std::string tier_name(const nlohmann::json& environment);
+// One sentence about a tier other than native ("Tier: paravirtual: the device is ...; its findings
+// say more about that device than about the hardware."); empty for native.
+std::string tier_sentence(const nlohmann::json& environment);
 
 // Largest max-abs (max-rel) error over the case's outputs; infinity when the target produced
 // NaN/Inf the reference did not; a negative value when the case has no outputs.

@@ -43,6 +43,24 @@ struct TimingStats {
   bool noisy() const { return median_s > 0 && (p75_s - p25_s) / median_s >= 0.1; }
 };
 
+// Memory of one case's target run, in bytes; -1 where the device or the OS gives no such figure.
+struct MemoryFigures {
+  // The target's allocated memory at its peak while the target ran (tensors, not the allocator's cache).
+  std::int64_t peak_allocated = -1;
+  // "counter": the allocator's own peak statistic; "sampled": polled while the target ran, for a
+  // device whose allocator keeps no peak (a short spike between two samples is missed).
+  std::string peak_source;
+  // The driver's high-water mark: memory the device's allocator held from the driver at most
+  // (its cache included, so it can be far above what the case needed).
+  std::int64_t driver_peak = -1;
+  // The worker process's resident high-water mark while the target ran (host memory, the
+  // reference's and the target's alike).
+  std::int64_t process_peak = -1;
+  // What the device recommends a process keep its working set under (MPS: Metal's
+  // recommendedMaxWorkingSetSize; elsewhere the device's total memory).
+  std::int64_t recommended_max = -1;
+};
+
 struct CaseResult {
   std::string id;
   Kind kind = Kind::Op;
@@ -91,12 +109,21 @@ struct CaseResult {
   std::string expectation;
   Recommendation recommendation = Recommendation::None;
   std::string reason;             // the recommendation in words
+  // The target run's memory; absent for a case that never reached the target (or an older report).
+  std::optional<MemoryFigures> memory;
+  // A finding made on a device of a tier other than native ("paravirtual", "constrained"): it says
+  // more about that device than about the hardware (core/device_tier.hpp). Empty otherwise.
+  std::string tier;
+  // The device probe's record only: the target device's own name (Metal's on MPS).
+  std::string device_name;
 };
 
 void to_json(nlohmann::json& j, const OutputReport& o);
 void from_json(const nlohmann::json& j, OutputReport& o);
 void to_json(nlohmann::json& j, const TimingStats& t);
 void from_json(const nlohmann::json& j, TimingStats& t);
+void to_json(nlohmann::json& j, const MemoryFigures& m);
+void from_json(const nlohmann::json& j, MemoryFigures& m);
 void to_json(nlohmann::json& j, const CaseResult& r);
 void from_json(const nlohmann::json& j, CaseResult& r);
 

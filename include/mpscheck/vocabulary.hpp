@@ -11,20 +11,22 @@ namespace mpscheck {
 
 // Probe is the record of the device probe a run starts with; no workload has that kind.
 enum class Kind { Op, Model, Probe };
-// Fallback is last so the numbering of the older statuses stays as it was.
-enum class Status { Pass, Mismatch, Nan, Unsupported, Error, Crash, Timeout, Skip, Fallback };
+// New statuses go last so the numbering of the older ones stays as it was. Memory: the case needs
+// more memory than the device recommends (or the device ran out of it).
+enum class Status { Pass, Mismatch, Nan, Unsupported, Error, Crash, Timeout, Skip, Fallback, Memory };
 // None: the case was not timed (or not a pass: the speed of a wrong answer means nothing).
 enum class SpeedClass { None, Faster, Similar, Slower };
 // None: not decided yet (recommend() fills it once the status and speed are known).
-enum class Recommendation { None, Accelerate, KeepOnCpu, Blocked };
+// ReduceMemory: the case does not fit the device's recommended memory; smaller batches or a larger device.
+enum class Recommendation { None, Accelerate, KeepOnCpu, Blocked, ReduceMemory };
 
 namespace names {
 // The names as they appear in reports, JSON and the console; index = enum value.
 inline constexpr const char* kKind[] = {"op", "model", "probe"};
 inline constexpr const char* kStatus[] = {"pass", "mismatch", "nan",  "unsupported", "error",
-                                          "crash", "timeout", "skip", "fallback"};
+                                          "crash", "timeout", "skip", "fallback", "memory"};
 inline constexpr const char* kSpeedClass[] = {"", "faster", "similar", "slower"};
-inline constexpr const char* kRecommendation[] = {"", "accelerate", "keep on CPU", "blocked"};
+inline constexpr const char* kRecommendation[] = {"", "accelerate", "keep on CPU", "blocked", "reduce memory"};
 
 template <typename E, std::size_t N>
 E parse(const char* const (&table)[N], const std::string& s, const char* what) {

@@ -32,9 +32,10 @@ at::Tensor to_host(const at::Tensor& t);
 // Overwrites the sim tensor `dst` with host values `src` (same shape).
 void write_back(const at::Tensor& dst, const at::Tensor& src);
 
-// Allocator statistics.
+// Allocator statistics: bytes allocated now and at their peak, allocations made, and the pages
+// mapped for them ("reserved", the driver's figure) now and at their peak.
 struct MemoryStats {
-  std::size_t current = 0, peak = 0, count = 0;
+  std::size_t current = 0, peak = 0, count = 0, reserved = 0, reserved_peak = 0;
 };
 MemoryStats memory_stats();
 // Allocations past `bytes` in all fail with an out-of-memory error (SIZE_MAX: no limit).

@@ -20,6 +20,7 @@
 #include <ATen/ops/view_as_real_native.h>
 #include <ATen/ops/view_native.h>
 #include <c10/core/Allocator.h>
+#include <c10/core/CachingDeviceAllocator.h>
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 #include <torch/library.h>
 
@@ -79,6 +80,7 @@ void release(void* ctx) {
     std::lock_guard<std::mutex> lock(g_mutex);
     g_blocks.erase(b->base);
     g_stats.current -= b->bytes;
+    g_stats.reserved -= b->mapped;
   }
   ::munmap(b->base, b->mapped);
   delete b;
@@ -92,8 +94,55 @@ std::size_t initial_limit() {
 }
 std::atomic<std::size_t> g_limit{initial_limit()};
 
-class Allocator final : public c10::Allocator {
+std::size_t env_bytes(const char* name, std::size_t otherwise) {
+  const char* env = std::getenv(name);
+  return env && *env ? std::strtoull(env, nullptr, 10) : otherwise;
+}
+
+// What the device recommends a process keep under, as Metal's recommendedMaxWorkingSetSize does
+// for MPS: MPSCHECK_SIM_RECOMMENDED_MAX bytes, else the memory limit, else a device of 8 GiB. A
+// case may go past it (the limit is what refuses an allocation).
+std::size_t recommended_max() {
+  const std::size_t limit = g_limit.load();
+  return env_bytes("MPSCHECK_SIM_RECOMMENDED_MAX", limit != SIZE_MAX ? limit : std::size_t{8} << 30);
+}
+
+// MPSCHECK_SIM_NO_PEAK=1: the allocator keeps no peak statistic (reports 0), as a device without a
+// peak counter, so the host must sample.
+const bool g_no_peak = env_bytes("MPSCHECK_SIM_NO_PEAK", 0) != 0;
+
+// A DeviceAllocator, so LibTorch's accelerator API (and mpscheck) read its statistics the way they
+// read MPS's and CUDA's: allocated bytes now and at their peak, and "reserved" (what it mapped).
+class Allocator final : public c10::DeviceAllocator {
  public:
+  bool initialized() override { return true; }
+  void emptyCache(c10::MempoolId_t) override {}
+  void recordStream(const c10::DataPtr&, c10::Stream) override {}
+  c10::CachingDeviceAllocator::DeviceStats getDeviceStats(c10::DeviceIndex) override {
+    const MemoryStats s = memory_stats();
+    c10::CachingDeviceAllocator::DeviceStats out;
+    auto& allocated = out.allocated_bytes[static_cast<std::size_t>(c10::CachingAllocator::StatType::AGGREGATE)];
+    allocated.current = static_cast<int64_t>(s.current);
+    allocated.peak = g_no_peak ? 0 : static_cast<int64_t>(s.peak);
+    auto& reserved = out.reserved_bytes[static_cast<std::size_t>(c10::CachingAllocator::StatType::AGGREGATE)];
+    reserved.current = static_cast<int64_t>(s.reserved);
+    reserved.peak = g_no_peak ? 0 : static_cast<int64_t>(s.reserved_peak);
+    out.allocation[static_cast<std::size_t>(c10::CachingAllocator::StatType::AGGREGATE)].allocated =
+        static_cast<int64_t>(s.count);
+    return out;
+  }
+  void resetAccumulatedStats(c10::DeviceIndex) override {}
+  void resetPeakStats(c10::DeviceIndex) override {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    g_stats.peak = g_stats.current;
+    g_stats.reserved_peak = g_stats.reserved;
+  }
+  std::pair<std::size_t, std::size_t> getMemoryInfo(c10::DeviceIndex) override {
+    const std::size_t total = recommended_max();
+    const std::size_t used = memory_stats().current;
+    return {used < total ? total - used : 0, total};
+  }
+
   c10::DataPtr allocate(std::size_t n) override {
     {
       std::lock_guard<std::mutex> lock(g_mutex);
@@ -111,6 +160,8 @@ class Allocator final : public c10::Allocator {
     g_blocks[b->base] = b;
     g_stats.current += n;
     g_stats.peak = std::max(g_stats.peak, g_stats.current);
+    g_stats.reserved += mapped;
+    g_stats.reserved_peak = std::max(g_stats.reserved_peak, g_stats.reserved);
     ++g_stats.count;
     return {p, b, &release, kDevice};
   }
@@ -442,6 +493,16 @@ extern "C" __attribute__((visibility("default"))) void mpscheck_sim_memory_stats
 }
 extern "C" __attribute__((visibility("default"))) void mpscheck_sim_set_memory_limit(std::size_t bytes) {
   sim::set_memory_limit(bytes);
+}
+
+// The device's name, as Metal names an MPS device: MPSCHECK_SIM_DEVICE_NAME, so a test can make the
+// sim a hosted runner's "Apple Paravirtual device".
+extern "C" __attribute__((visibility("default"))) const char* mpscheck_device_name() {
+  static const std::string name = [] {
+    const char* env = std::getenv("MPSCHECK_SIM_DEVICE_NAME");
+    return std::string(env && *env ? env : "mpscheck sim device");
+  }();
+  return name.c_str();
 }
 
 // A plugin with no cases: loading it is what registers the device.

@@ -242,6 +242,10 @@ TEST(SimReports, BugReportsNameTheSimDeviceAndCarryAReproducer) {
   int reports = 0;
   for (const auto& f : fs::directory_iterator(dir + "/bugs")) {
     const std::string text = read_text_file(f.path().string());
+    if (f.path().filename() == "fingerprints.md") {  // the index of the reports by fingerprint
+      EXPECT_NE(text.find("op/activation/gelu/f32/transposed/forward"), std::string::npos) << text;
+      continue;
+    }
     EXPECT_NE(text.find("transposed"), std::string::npos);
     EXPECT_NE(text.find("DEVICE = \"sim\""), std::string::npos);
     EXPECT_NE(text.find("first at ["), std::string::npos);

@@ -122,6 +122,7 @@ TEST(BugReports, OneFilePerFindingWithReproducerAndEnvironment) {
   EXPECT_EQ(r.exit_code, 1);
   int files = 0;
   for (const auto& e : std::filesystem::directory_iterator(dir + "/bugs")) {
+    if (e.path().filename() == "fingerprints.md") continue;  // the index by fingerprint, not a report
     ++files;
     const std::string text = read_text_file(e.path().string());
     EXPECT_NE(text.find("### 🐛 Describe the bug"), std::string::npos);
@@ -129,6 +130,8 @@ TEST(BugReports, OneFilePerFindingWithReproducerAndEnvironment) {
     EXPECT_NE(text.find("torch_version"), std::string::npos);
   }
   EXPECT_EQ(files, 4);  // abort, nan, wrong, unsupported
+  const std::string index = read_text_file(dir + "/bugs/fingerprints.md");
+  EXPECT_NE(index.find("(op_faults_wrong.md)"), std::string::npos) << index;
   const std::string wrong = read_text_file(dir + "/bugs/op_faults_wrong.md");
   EXPECT_NE(wrong.find("| `out` |"), std::string::npos) << wrong;
   EXPECT_NE(wrong.find("1 of 256"), std::string::npos) << wrong;

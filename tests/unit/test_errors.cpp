@@ -84,9 +84,10 @@ const std::vector<Message> kMessages = {
      Status::Error, false},
     {"shape mismatch: value tensor of shape [3] cannot be broadcast to indexing result of shape [2]",
      Status::Error, false},
-    // c10/core/Allocator / MPSAllocator: out of memory is no declared gap.
+    // c10/core/Allocator / MPSAllocator: out of memory is no declared gap and no bug of the
+    // computation: the case does not fit the device (checks/memory.hpp).
     {"MPS backend out of memory (MPS allocated: 17.00 GB, other allocations: 1.02 GB, max allowed: 18.13 GB).",
-     Status::Error, false},
+     Status::Memory, false},
     // faults plugin's generic throw.
     {"planted failure: the kernel raised an unexpected error", Status::Error, false},
 

@@ -2,6 +2,7 @@
 // that mpscheck's target code finds, copies that round-trip, an allocator with statistics and a
 // size limit, a CPU fallback that autograd runs through, memory the host cannot read by accident, and
 // the fused RNN cells LibTorch calls on any device but the CPU.
+#include "core/device_memory.hpp"
 #include "core/plugin_host.hpp"
 #include "core/target.hpp"
 
@@ -104,6 +105,37 @@ TEST_F(SimDevice, AllocatorKeepsStatisticsAndFailsPastItsLimit) {
   EXPECT_NO_THROW(at::empty({200}, at::TensorOptions().device(sim)));
   EXPECT_THROW(at::empty({300}, at::TensorOptions().device(sim)), c10::OutOfMemoryError);
   set_limit(SIZE_MAX);
+}
+
+// mpscheck reads the sim's memory as it reads MPS's and CUDA's, through its c10::DeviceAllocator:
+// the peak since the watch began (a tensor freed before the end still counts), the pages it
+// mapped, and the recommended maximum (the limit when one is set, else an 8 GiB device).
+TEST_F(SimDevice, MemoryWatchReadsThePeakAndTheRecommendedMaximum) {
+  constexpr std::int64_t kMiB = 1 << 20;
+  {
+    MemoryWatch watch(sim);
+    { const at::Tensor t = at::empty({kMiB}, at::TensorOptions().device(sim)); }  // 4 MiB, freed
+    const MemoryFigures m = watch.figures();
+    EXPECT_EQ(m.peak_source, "counter");
+    EXPECT_GE(m.peak_allocated, 4 * kMiB);
+    EXPECT_LT(m.peak_allocated, 5 * kMiB);
+    EXPECT_GE(m.driver_peak, 4 * kMiB);
+    EXPECT_EQ(m.recommended_max, std::int64_t{8} << 30);
+    EXPECT_GT(m.process_peak, 0);
+  }
+  auto set_limit = sim_symbol<void (*)(std::size_t)>("mpscheck_sim_set_memory_limit");
+  ASSERT_NE(set_limit, nullptr);
+  set_limit(64 * kMiB);
+  {
+    MemoryWatch watch(sim);  // the peak starts again from what is allocated now
+    const at::Tensor t = at::empty({1024}, at::TensorOptions().device(sim));
+    const MemoryFigures m = watch.figures();
+    EXPECT_LT(m.peak_allocated, kMiB);
+    EXPECT_GE(m.peak_allocated, 4096);
+    EXPECT_EQ(m.recommended_max, 64 * kMiB);
+  }
+  set_limit(SIZE_MAX);
+  EXPECT_EQ(device_memory(c10::Device(c10::kCPU)), nullptr);
 }
 
 // Sim memory is protected pages: host code that uses a device pointer without a copy faults at
