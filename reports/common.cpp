@@ -67,13 +67,7 @@ struct GroupPlace {
   std::string key, row, column;
 };
 GroupPlace group_place(const std::string& id) {
-  std::vector<std::string> p;
-  for (std::size_t start = 0;;) {
-    const std::size_t slash = id.find('/', start);
-    p.push_back(id.substr(start, slash == std::string::npos ? std::string::npos : slash - start));
-    if (slash == std::string::npos) break;
-    start = slash + 1;
-  }
+  const std::vector<std::string> p = id_parts(id);
   if (p[0] == "op" && (p.size() == 5 || p.size() == 6))
     return {"op/" + p[1] + '/' + p[2], p[3], p.size() == 6 ? p[4] + '/' + p[5] : p[4]};
   if (p[0] == "model" && p.size() >= 3)

@@ -166,4 +166,15 @@ std::string format_speedup(double speedup) {
   return fmt::format("{:.2g}", speedup);
 }
 
+std::vector<std::string> id_parts(const std::string& id) {
+  std::vector<std::string> p;
+  for (std::size_t start = 0;;) {
+    const std::size_t slash = id.find('/', start);
+    p.push_back(id.substr(start, slash == std::string::npos ? std::string::npos : slash - start));
+    if (slash == std::string::npos) break;
+    start = slash + 1;
+  }
+  return p;
+}
+
 }  // namespace mpscheck

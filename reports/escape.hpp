@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <string>
+#include <vector>
 #include <string_view>
 
 namespace mpscheck {
@@ -32,5 +33,8 @@ std::string format_figure(double value);
 // A speedup for people: two decimals from 0.1x up ("1.03"), two significant digits below, so a
 // 370x slowdown reads "0.0027" and not "0.00".
 std::string format_speedup(double speedup);
+
+// The parts of a case id between its slashes ("op/binary/mul/f32/contiguous/forward": six parts).
+std::vector<std::string> id_parts(const std::string& id);
 
 }  // namespace mpscheck

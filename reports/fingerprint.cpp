@@ -16,17 +16,6 @@ namespace mpscheck {
 
 namespace {
 
-std::vector<std::string> parts_of(const std::string& id) {
-  std::vector<std::string> p;
-  for (std::size_t start = 0;;) {
-    const std::size_t slash = id.find('/', start);
-    p.push_back(id.substr(start, slash == std::string::npos ? std::string::npos : slash - start));
-    if (slash == std::string::npos) break;
-    start = slash + 1;
-  }
-  return p;
-}
-
 std::vector<std::string> words_of(const std::string& line) {
   std::istringstream in(line);
   std::vector<std::string> w;
@@ -69,7 +58,7 @@ std::string error_signature(const std::string& message) {
 
 Fingerprint fingerprint_of(const CaseResult& c) {
   Fingerprint fp;
-  const auto p = parts_of(c.id);
+  const auto p = id_parts(c.id);
   fp.status = to_string(c.status);
   if (p[0] == "op" && p.size() >= 5) {
     fp.op = p[0] + "/" + p[1] + "/" + p[2];
