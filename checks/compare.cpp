@@ -875,6 +875,13 @@ int magnitude_bin(double g) {
   return std::clamp(e + kBinOffset, 1, kBins - 1);
 }
 
+// A rule's figure over its allowance: 0 for nothing at all, infinite for something where nothing
+// is allowed.
+double excess_of(double figure, double allowed) {
+  if (!(figure > 0)) return std::isnan(figure) ? std::numeric_limits<double>::infinity() : 0.0;
+  return allowed > 0 ? figure / allowed : std::numeric_limits<double>::infinity();
+}
+
 }  // namespace
 
 Attribution attribute_with_gold(const at::Tensor& gold, const at::Tensor& reference, const at::Tensor& target,
@@ -984,8 +991,20 @@ Attribution attribute_with_gold(const at::Tensor& gold, const at::Tensor& refere
   // Reduced precision also allows, in aggregate, what the per-element rule allows each element for
   // the dtype's own rounding (a few units of |g|): an honest kernel may round each element
   // differently from the baseline, by a unit or two.
-  const double rounding_rms = reduced ? tol.chains * kRoundingUnits * u * sg.rms() : 0.0;
-  a.rmse_ok = st.rms() <= a.multiplier * a.baseline + tol.atol + rounding_rms;
+  // The rounding below the normal range: the smallest subnormal.
+  // A float16/bfloat16 computation rounds to that dtype's subnormals even when its output is stored
+  // wider (a float32 output of a float16 product): the coarser of the two.
+  auto smallest_subnormal = [](c10::ScalarType t) {
+    return t == at::kHalf ? std::ldexp(1.0, -24) : t == at::kBFloat16 ? std::ldexp(1.0, -133)
+                                               : t == at::kFloat      ? std::ldexp(1.0, -149)
+                                                                      : 0.0;
+  };
+  const double tiny =
+      std::max(smallest_subnormal(target.scalar_type()), reduced ? smallest_subnormal(target_dtype) : 0.0);
+  const double rounding_rms = reduced ? tol.chains * kRoundingUnits * (u * sg.rms() + tiny) : 0.0;
+  const double rmse_allowed = a.multiplier * a.baseline + tol.atol + rounding_rms;
+  a.rmse_ok = st.rms() <= rmse_allowed;
+  a.excess.rmse = excess_of(t_nonfinite ? inf : st.rms(), rmse_allowed);
 
   // Reduced precision: the spread allowed at a magnitude is the honest error of the elements of
   // that magnitude and below (pooled upwards until there are kMinMagnitudePool of them): the larger
@@ -1011,11 +1030,6 @@ Attribution attribute_with_gold(const at::Tensor& gold, const at::Tensor& refere
     }
   }
 
-  // The rounding of the target's storage below its normal range: its smallest subnormal.
-  const double tiny = target.scalar_type() == at::kHalf       ? std::ldexp(1.0, -24)
-                      : target.scalar_type() == at::kBFloat16 ? std::ldexp(1.0, -133)
-                      : target.scalar_type() == at::kFloat    ? std::ldexp(1.0, -149)
-                                                              : 0.0;
 
   // The band rule: the target's RMS error over a band of magnitudes (binades grouped from the
   // smallest until kMinMagnitudePool elements) is within kBandMultiplier times the honest RMS
@@ -1032,7 +1046,8 @@ Attribution attribute_with_gold(const at::Tensor& gold, const at::Tensor& refere
       if (band_t.n < kMinMagnitudePool && k < kBins - 1) continue;
       const double allowed =
           kBandMultiplier * band_h.rms() + tol.chains * kRoundingUnits * (u * band_g.rms() + tiny) + tol.atol;
-      const double excess = allowed > 0 ? band_t.rms() / allowed : (band_t.rms() > 0 ? inf : 0.0);
+      const double excess = excess_of(band_t.rms(), allowed);
+      a.excess.band = std::max(a.excess.band, excess);
       if (band_t.rms() > allowed && excess > a.band_excess) {
         a.band_ok = false;
         a.band_excess = excess;
@@ -1075,8 +1090,10 @@ Attribution attribute_with_gold(const at::Tensor& gold, const at::Tensor& refere
             reduced && !tol.trajectory ? pooled[magnitude_bin(g[i])] + tol.atol : global_spread;
         allowed = kElementMultiplier * local + spread + tol.chains * kRoundingUnits * (u * std::abs(g[i]) + tiny);
         bad = err > allowed;
+        a.excess.element = std::max(a.excess.element, excess_of(err, allowed));
       }
       if (!bad) continue;
+      if (allowed == 0) a.excess.element = inf;  // a non-finite position: no figure to widen
       if (a.first_bad < 0) {
         a.first_bad = begin + i;
         a.gold_value = g[i];
@@ -1095,9 +1112,42 @@ Attribution attribute_with_gold(const at::Tensor& gold, const at::Tensor& refere
     a.bias_allowed = kBiasMultiplier * a.bias_honest + kBiasSigmas * honest.root_sum() / magnitude +
                      kBiasUnits * u * (1 + kRoundingUnits / std::sqrt(count));
     a.bias_ok = std::abs(a.bias_target) <= a.bias_allowed;
+    a.excess.bias = excess_of(std::abs(a.bias_target), a.bias_allowed);
   }
   a.target_ok = a.rmse_ok && a.bad_elements == 0 && a.bias_ok && a.band_ok;
   return a;
+}
+
+void FamilyEnvelope::add(const Attribution& witness) {
+  if (!witness.measured) return;
+  auto widen = [](double& worst, double figure) {
+    if (std::isfinite(figure)) worst = std::max(worst, figure);
+  };
+  widen(worst.rmse, witness.excess.rmse);
+  widen(worst.element, witness.excess.element);
+  widen(worst.band, witness.excess.band);
+  widen(worst.bias, witness.excess.bias);
+}
+
+bool within_family(const Attribution& target, const FamilyEnvelope& envelope) {
+  if (!target.measured) return false;
+  auto within = [](double figure, double worst) {
+    return std::isfinite(figure) && figure <= std::max(kFamilyFloor, kFamilyMultiplier * worst);
+  };
+  return within(target.excess.rmse, envelope.worst.rmse) && within(target.excess.element, envelope.worst.element) &&
+         within(target.excess.band, envelope.worst.band) && within(target.excess.bias, envelope.worst.bias);
+}
+
+double pooled_scale(const std::vector<std::pair<at::Tensor, at::Tensor>>& witness_target) {
+  ScaledSquares w, t;
+  for (const auto& [wv, tv] : witness_target) {
+    if (!wv.defined() || !tv.defined() || wv.sizes() != tv.sizes() || wv.numel() == 0) continue;
+    const double n = static_cast<double>(wv.numel());
+    w.add(finite_rms(wv) * std::sqrt(n));
+    t.add(finite_rms(tv) * std::sqrt(n));
+  }
+  const double ws = w.root_sum();
+  return ws > 0 ? t.root_sum() / ws : std::numeric_limits<double>::quiet_NaN();
 }
 
 }  // namespace mpscheck

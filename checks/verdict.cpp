@@ -74,6 +74,12 @@ void decide_attribution(std::vector<OutputAttribution>& failing, Verdict& v, std
                     : "outside the plain tolerance, but as close to float64 as float32 or the CPU's own " +
                           witnessed->attribution.dtype + " run: honest " + witnessed->attribution.dtype +
                           " rounding, not the target";
+    const auto family = std::count_if(failing.begin(), failing.end(),
+                                      [](const OutputAttribution& f) { return f.attribution.by_family; });
+    if (family > 0)
+      v.message += fmt::format(" ({} of the first-step gradients and updates judged as a family: within {:g}x the "
+                               "worst the CPU's own run shows on them, at its scale)",
+                               family, kFamilyMultiplier);
     return;
   }
   attribution = "target";

@@ -455,3 +455,110 @@ TEST(ReducedPrecision, TheCpuWitnessShowsWhatChainedRoundingHonestlyGives) {
     EXPECT_EQ(small_caught, kSeeds);
   }
 }
+
+// ---- 4: training state judged as a family -------------------------------------------------------
+
+// Each rule's excess is its figure over its allowance: an output that keeps every rule is at most 1
+// on each, and the planted small elements are past 1 on the element rule by the planted factor's
+// order, in both dtypes.
+TEST(TrainingFamily, ExcessFiguresFollowTheRules) {
+  for (const auto dtype : kReduced) {
+    SCOPED_TRACE(c10::toString(dtype));
+    Four c = exp_case(dtype);
+    const Tolerance tol = tolerance_for("activation", dtype);
+    const Attribution honest = attribute_with_gold(c.gold, c.reference, c.target, dtype, tol, c.rounded);
+    ASSERT_TRUE(honest.target_ok);
+    for (double e : {honest.excess.rmse, honest.excess.element, honest.excess.band, honest.excess.bias}) {
+      EXPECT_LE(e, 1.0);
+      EXPECT_GE(e, 0.0);
+    }
+    const at::Tensor small = (c.gold > 0.08) & (c.gold < 0.125) & (at::arange(c.gold.numel(), at::kLong) % 16 == 0);
+    c.target = at::where(small, c.rounded * (dtype == c10::kHalf ? 1.25 : 2.2), c.rounded).to(dtype);
+    const Attribution planted = attribute_with_gold(c.gold, c.reference, c.target, dtype, tol, c.rounded);
+    ASSERT_GT(planted.bad_elements, 0);
+    EXPECT_GT(planted.excess.element, 1.0);
+    EXPECT_LT(planted.excess.element, 1e3);
+  }
+}
+
+namespace {
+Attribution failing_with(double rmse, double element, double band, double bias) {
+  Attribution a;
+  a.measured = true;
+  a.excess = {rmse, element, band, bias};
+  return a;
+}
+}  // namespace
+
+// The figures measured on the sim: its ulp-noise control lands at 1.34x mnist_cnn's element rule
+// where the witness keeps within 0.2x, and a witness of gpt2_tiny reaches 30x on it itself.
+TEST(TrainingFamily, ForgivenWithinTheFloorOrTwiceTheWitnessesWorst) {
+  FamilyEnvelope quiet;
+  quiet.add(failing_with(0.3, 0.2, 0.15, 0.31));
+  EXPECT_TRUE(within_family(failing_with(0.4, 1.34, 1.18, 0.27), quiet));
+  EXPECT_FALSE(within_family(failing_with(0.4, 2.1, 0.5, 0.5), quiet)) << "past the floor on one rule";
+  EXPECT_FALSE(within_family(failing_with(0.4, 0.5, 0.5, 2.5), quiet));
+
+  FamilyEnvelope chaotic = quiet;
+  chaotic.add(failing_with(5.67, 30.3, 21, 4.59));
+  EXPECT_TRUE(within_family(failing_with(3.16, 7.41, 2.31, 2.18), chaotic));
+  EXPECT_FALSE(within_family(failing_with(3.16, 61, 2.31, 2.18), chaotic));
+  EXPECT_FALSE(within_family(failing_with(3.16, 7.41, 2.31, 9.5), chaotic));
+
+  // Nothing infinite widens the envelope or is forgiven, and an unmeasured output never is.
+  FamilyEnvelope infinite = quiet;
+  infinite.add(failing_with(INFINITY, INFINITY, INFINITY, INFINITY));
+  EXPECT_FALSE(within_family(failing_with(0.4, 3, 0.5, 0.5), infinite));
+  EXPECT_FALSE(within_family(failing_with(0.4, INFINITY, 0.5, 0.5), chaotic));
+  Attribution unmeasured = failing_with(0, 0, 0, 0);
+  unmeasured.measured = false;
+  EXPECT_FALSE(within_family(unmeasured, chaotic));
+}
+
+// A family's scale: honest rounding of every element (each rounded to the dtype, a unit up or down
+// at random) leaves the pooled RMS within kFamilyScale; a step 10% short, or 3% short, does not.
+TEST(TrainingFamily, PooledScaleSeesAFactorAndNotRounding) {
+  for (const auto dtype : kReduced) {
+    SCOPED_TRACE(c10::toString(dtype));
+    at::manual_seed(7);
+    std::vector<std::pair<at::Tensor, at::Tensor>> honest, short10, short3;
+    for (std::int64_t n : {4096, 100, 7, 65536}) {
+      const at::Tensor w = (at::randn({n}, at::kFloat) * 1e-3).to(dtype);
+      const double unit = 2 * unit_roundoff(dtype);
+      const at::Tensor noise = at::where(at::rand({n}) < 0.5, 1.0 + unit, 1.0 - unit);
+      honest.emplace_back(w, (w.to(at::kFloat) * noise).to(dtype));
+      short10.emplace_back(w, (w.to(at::kFloat) * 0.9).to(dtype));
+      short3.emplace_back(w, (w.to(at::kFloat) * 0.97).to(dtype));
+    }
+    EXPECT_NEAR(pooled_scale(honest), 1.0, kFamilyScale / 4);
+    EXPECT_NEAR(pooled_scale(short10), 0.9, 0.01);
+    EXPECT_GT(std::abs(pooled_scale(short3) - 1), kFamilyScale);
+    EXPECT_TRUE(std::isnan(pooled_scale({})));
+  }
+}
+
+// A float16 computation whose output is stored as float32 ((x * 1e-5).to(float16).to(float32) on a
+// float16 target) rounds to float16's subnormals: an honest device that rounds a product the other
+// way there is off by one float16 subnormal (2^-24), 100% of the smallest values. The rule measured
+// the subnormal of the float32 storage (2^-149) and called it a mismatch; a value 64 subnormals off
+// is still one.
+TEST(ReducedPrecision, Float32OutputOfAFloat16ComputationRoundsAtFloat16Subnormals) {
+  at::manual_seed(11);
+  const at::Tensor x = at::randn({32, 48}, at::kDouble);
+  // Every side runs the case's own cast: float64 gold rounds to float16 there too.
+  const at::Tensor exact = x * 1e-5;
+  const at::Tensor gold = exact.to(at::kHalf).to(at::kDouble);
+  const at::Tensor reference = (x.to(at::kFloat) * 1e-5).to(at::kHalf).to(at::kFloat).to(at::kDouble);
+  const double sub = std::ldexp(1.0, -24);
+  // The other neighbour of the exact product on every fourth element: one float16 subnormal away.
+  const at::Tensor flip = at::arange(gold.numel(), at::kLong).reshape(gold.sizes()) % 4 == 0;
+  const at::Tensor honest = at::where(flip, reference + sub * at::sign(exact - reference + 1e-30), reference);
+  const Tolerance tol = tolerance_for("conversion", c10::kHalf);
+  const Attribution a =
+      attribute_with_gold(gold, reference, honest.to(at::kFloat), c10::kHalf, tol, reference.to(at::kHalf));
+  EXPECT_TRUE(a.target_ok) << a.bad_elements << " bad, band excess " << a.band_excess;
+  const at::Tensor planted = at::where(flip & (gold.abs() < 1e-6), reference + 64 * sub, reference);
+  ASSERT_GT((flip & (gold.abs() < 1e-6)).sum().item<std::int64_t>(), 0);
+  EXPECT_FALSE(attribute_with_gold(gold, reference, planted.to(at::kFloat), c10::kHalf, tol, reference.to(at::kHalf))
+                   .target_ok);
+}
