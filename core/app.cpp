@@ -707,10 +707,6 @@ int explore_command(const Config& cfg, const Registry& registry) {
   };
   const ExploreOutcome outcome =
       explore_cases(selected, replay, run, options, std::cout, [&] { return g_interrupted || stopped.has_value(); });
-  if (stopped) {
-    std::cerr << "mpscheck: " << *stopped << '\n';
-    return kExitCannotRun;
-  }
   nlohmann::json j = explore_to_json(outcome, options);
   j["run"] = valid_utf8_json(nlohmann::json{{"target", target.spec.str()}, {"filters", cfg.selection.filters}});
   try {
@@ -718,6 +714,10 @@ int explore_command(const Config& cfg, const Registry& registry) {
   } catch (const ReportError& e) {
     std::cerr << "mpscheck: " << e.what() << '\n';
     return kExitUsage;
+  }
+  if (stopped) {  // what ran is in the file; the rest could not
+    std::cerr << "mpscheck: " << *stopped << "; the cases explored so far are in " << out_path << '\n';
+    return kExitCannotRun;
   }
   std::cout << fmt::format("explored {} cases, {} variants: {} finding{}{}; {}\n", outcome.cases.size(), outcome.variants,
                            outcome.findings.size(), outcome.findings.size() == 1 ? "" : "s",

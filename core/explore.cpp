@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <map>
 #include <optional>
+#include <ostream>
 #include <random>
 #include <set>
 
@@ -190,7 +191,8 @@ std::optional<ExploreFinding> CaseExplorer::explore(ExploredCase& record) {
       const std::int64_t size = candidates[g][k];
       const Trial t = trial(with(declared_, g, size));
       if (t.kind == Kind::Budget) {
-        done(fmt::format("budget spent after {} variants; no finding", variants_));
+        done(fmt::format("{} after {} variants; no finding",
+                         stop_ && stop_() ? "the run was stopped" : "budget spent", variants_));
         return std::nullopt;
       }
       if (t.kind == Kind::TooBig && size > declared_[g]) exhausted[g] = true;  // growing further only grows it
@@ -329,7 +331,7 @@ ExploreOutcome explore_cases(const std::vector<RegisteredWorkload>& cases, const
     CaseExplorer explorer(w, run, options, run_start, stop);
     std::string sizes;
     for (const auto& g : explorer.groups()) sizes += fmt::format("{}{} = {}", sizes.empty() ? "" : ", ", g.name, g.declared);
-    log << "explore " << w.workload->id() << (sizes.empty() ? "" : " (" + sizes + ")") << '\n';
+    log << "explore " << w.workload->id() << (sizes.empty() ? "" : " (" + sizes + ")") << std::endl;
     ExploredCase record;
     std::optional<ExploreFinding> f = explorer.explore(record);
     out.variants += record.variants;
@@ -339,7 +341,8 @@ ExploreOutcome explore_cases(const std::vector<RegisteredWorkload>& cases, const
       out.findings.push_back(std::move(*f));
     }
     log << fmt::format("  {} variants, {:.1f} s{}\n", record.variants, record.seconds,
-                       record.note.empty() ? "" : "; " + record.note);
+                       record.note.empty() ? "" : "; " + record.note)
+        << std::flush;  // a case can take its whole budget: show each as it ends, also into a pipe
     out.cases.push_back(std::move(record));
   }
   for (const std::string& id : replay) {
