@@ -277,7 +277,14 @@ int expect_command(const Config& cfg) {
 
 int print_reproducer(const Config& cfg, const Registry& registry) {
   const std::string& id = cfg.arguments.front();
-  const RegisteredWorkload* w = registry.find(id);
+  CaseResolver resolver(registry);  // a declared case, or a variant explore printed
+  const RegisteredWorkload* w = nullptr;
+  try {
+    w = resolver.find(id);
+  } catch (const BadVariantId& e) {
+    std::cerr << "mpscheck: " << e.what() << '\n';
+    return kExitUsage;
+  }
   if (!w) {
     std::cerr << "mpscheck: no case '" << id << "'; list the ids with 'mpscheck --list --all'\n";
     return kExitUsage;

@@ -132,3 +132,15 @@ TEST(SimExplore, BadBudgetsAndMisplacedFlagsAreOneLine) {
   EXPECT_NE(bad.err.find("'1x' is not a shape"), std::string::npos) << bad.err;
   EXPECT_EQ(std::count(bad.err.begin(), bad.err.end(), '\n'), 1) << bad.err;
 }
+
+TEST(SimExplore, AFindingsIdGivesAPythonReproducerAtItsSizes) {
+  const std::string dir = fresh_dir("sim-explore-repro");
+  const auto r = run_mpscheck({"repro", "op/linalg/mm/f32/contiguous/forward@a=1x10000,b=10000x1", "--script",
+                               "--target", "cpu"}, dir);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("torch.randn([1, 10000], generator=gen)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("torch.randn([10000, 1], generator=gen)"), std::string::npos) << r.out;
+  const auto bad = run_mpscheck({"repro", "op/linalg/mm/f32/contiguous/forward@c=1x2", "--script"}, dir);
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("has no input 'c'"), std::string::npos) << bad.err;
+}
