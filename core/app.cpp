@@ -6,6 +6,8 @@
 #include "core/execute.hpp"
 #include "core/host_text.hpp"
 #include "core/case_catalog.hpp"
+#include "core/case_variant.hpp"
+#include "core/explore.hpp"
 #include "core/journal.hpp"
 #include "core/probe.hpp"
 #include "core/run_loop.hpp"
@@ -275,7 +277,14 @@ int expect_command(const Config& cfg) {
 
 int print_reproducer(const Config& cfg, const Registry& registry) {
   const std::string& id = cfg.arguments.front();
-  const RegisteredWorkload* w = registry.find(id);
+  CaseResolver resolver(registry);  // a declared case, or a variant explore printed
+  const RegisteredWorkload* w = nullptr;
+  try {
+    w = resolver.find(id);
+  } catch (const BadVariantId& e) {
+    std::cerr << "mpscheck: " << e.what() << '\n';
+    return kExitUsage;
+  }
   if (!w) {
     std::cerr << "mpscheck: no case '" << id << "'; list the ids with 'mpscheck --list --all'\n";
     return kExitUsage;
@@ -620,10 +629,116 @@ int report_run(const Config& cfg, RunReport& report, const RunInputs& inputs, co
   return has_unexpected(report.cases) || regressed ? kExitFindings : kExitOk;
 }
 
+// `explore`: variants of the selected op cases, each judged as a case through a worker (core/explore.hpp).
+int explore_command(const Config& cfg, const Registry& registry) {
+  // A filter that is a case id explore printed (`BASE@a=1x10000,...`, anchored or not) replays it.
+  Config regexes = cfg;
+  regexes.selection.filters.clear();
+  std::vector<std::string> replay;
+  CaseResolver resolver(registry);
+  for (const std::string& f : cfg.selection.filters) {
+    std::string id = f;
+    if (!id.empty() && id.front() == '^') id.erase(0, 1);
+    if (!id.empty() && id.back() == '$') id.pop_back();
+    if (f.empty() || f.front() == '-' || id.find(kVariantMark) == std::string::npos) {
+      regexes.selection.filters.push_back(f);
+      continue;
+    }
+    try {
+      if (!resolver.find(id)) {
+        std::cerr << "mpscheck: --filter " << f << ": no declared case '" << parse_variant_id(id)->base
+                  << "'; list the ids with 'mpscheck --list --ops'\n";
+        return kExitUsage;
+      }
+    } catch (const BadVariantId& e) {
+      std::cerr << "mpscheck: --filter " << f << ": " << e.what() << '\n';
+      return kExitUsage;
+    }
+    replay.push_back(id);
+  }
+  const bool positive = std::any_of(regexes.selection.filters.begin(), regexes.selection.filters.end(),
+                                    [](const std::string& f) { return f.empty() || f.front() != '-'; });
+  std::vector<RegisteredWorkload> selected;
+  if (positive) selected = select_cases(regexes, registry);
+  if (selected.empty() && replay.empty()) {
+    std::cerr << "mpscheck: no case matches the selection (" << registry.size()
+              << " cases loaded); check --filter, or see them all with 'mpscheck --list --ops'\n";
+    return kExitUsage;
+  }
+  ResolvedTarget target;
+  try {
+    target = resolve_target(cfg.target);
+  } catch (const TargetUnavailable& e) {
+    std::cerr << "mpscheck: " << e.what() << '\n';
+    return kExitNoTarget;
+  }
+  const std::string out_path = cfg.report_dir + "/explore.json";
+  if (auto bad = unwritable_file("--report-dir", out_path)) {
+    std::cerr << "mpscheck: " << *bad << '\n';
+    return kExitUsage;
+  }
+  const RunLoopOptions loop = run_loop_options(cfg, target.spec);
+  ExploreOptions options;
+  options.case_budget_s = cfg.explore_budget_s;
+  options.run_budget_s = cfg.explore_run_budget_s;
+  options.seed = cfg.seed;
+  std::cerr << fmt::format("mpscheck {} | explore | target {} | {} cases, {} replayed | {:g} s per case, {:g} s per run | "
+                           "seed {}\n",
+                           kVersion, target.spec.str(), selected.size(), replay.size(), options.case_budget_s,
+                           options.run_budget_s, cfg.seed);
+  install_signal_handlers();
+  Runner runner(loop.worker, cfg.report_dir + "/worker.log", loop.runner);
+  try {
+    if (const auto unusable = probe_target(runner, target.spec, cfg.timeout_for_op())) {
+      std::cerr << "mpscheck: " << unusable->line << '\n';
+      return kExitNoTarget;
+    }
+  } catch (const WorkerStartError& e) {
+    std::cerr << "mpscheck: " << e.what() << " (stopped before the device probe; nothing ran)\n";
+    return kExitCannotRun;
+  }
+  std::optional<std::string> stopped;
+  // Each variant as a verdict-only case on the one worker, with the op timeout.
+  const RunCase run = [&](const std::string& id) {
+    CaseResult r;
+    try {
+      r = runner.run(id, cfg.timeout_for_op(), /*time=*/false);
+    } catch (const WorkerStartError& e) {
+      stopped = e.what();
+      r.id = id;
+      r.status = Status::Error;
+      r.phase = "reference";  // not a finding: nothing ran
+      r.message = e.what();
+    }
+    return r;
+  };
+  const ExploreOutcome outcome =
+      explore_cases(selected, replay, run, options, std::cout, [&] { return g_interrupted || stopped.has_value(); });
+  nlohmann::json j = explore_to_json(outcome, options);
+  j["run"] = valid_utf8_json(nlohmann::json{{"target", target.spec.str()}, {"filters", cfg.selection.filters}});
+  try {
+    write_text_report(out_path, j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
+  } catch (const ReportError& e) {
+    std::cerr << "mpscheck: " << e.what() << '\n';
+    return kExitUsage;
+  }
+  if (stopped) {  // what ran is in the file; the rest could not
+    std::cerr << "mpscheck: " << *stopped << "; the cases explored so far are in " << out_path << '\n';
+    return kExitCannotRun;
+  }
+  std::cout << fmt::format("explored {} cases, {} variants: {} finding{}{}; {}\n", outcome.cases.size(), outcome.variants,
+                           outcome.findings.size(), outcome.findings.size() == 1 ? "" : "s",
+                           outcome.run_budget_spent ? " (the run's budget was spent)" : "", out_path);
+  for (const auto& f : outcome.findings) std::cout << "finding: " << f.id << " — " << f.summary << '\n';
+  if (g_interrupted) return kExitInterrupted;
+  return outcome.findings.empty() ? kExitOk : kExitFindings;
+}
+
 int run_cases(int argc, char** argv, const Config& cfg) {
   const std::unique_ptr<CaseCatalog> catalog = load_catalog(cfg);
   const Registry& registry = catalog->registry();
   if (cfg.command == Command::Repro) return print_reproducer(cfg, registry);
+  if (cfg.command == Command::Explore) return explore_command(cfg, registry);
   const std::vector<RegisteredWorkload> selected = select_cases(cfg, registry);
   if (cfg.command == Command::List) {
     for (const auto& w : selected) std::cout << w.workload->id() << "  [" << join(w.workload->tags(), ",") << "]\n";

@@ -70,6 +70,8 @@ po::options_description visible_options() {
       ("output,o", po::value<std::string>(), "merge: where to write the merged JSON report; expect: the expectations file")
       ("from", po::value<std::string>(), "repro: take the observed values from this report.json; expect: the report to draft from")
       ("script", "repro: print only the Python reproducer")
+      ("explore-budget", po::value<double>(), "explore: seconds per selected case (default 60)")
+      ("explore-run-budget", po::value<double>(), "explore: seconds for the whole run (default 600)")
       ("cells", "merge: the reports come from several runners (cells), not shards: label each finding as "
                 "everywhere, cell-specific or new, in a case x cell matrix (-o JSON, --html)");
   po::options_description misc("Other");
@@ -83,6 +85,7 @@ po::options_description visible_options() {
   po::options_description all("Usage: mpscheck [--all | --ops | --models | --filter REGEX] [options]\n"
                               "       mpscheck env\n"
                               "       mpscheck repro CASE_ID [--target T] [--from REPORT.json] [--script]\n"
+                              "       mpscheck explore --filter REGEX [--target T] [--explore-budget SEC] [--explore-run-budget SEC]\n"
                               "       mpscheck compare OLD.json NEW.json\n"
                               "       mpscheck expect --from REPORT.json [-o FILE.expect]\n"
                               "       mpscheck merge A.json B.json ... -o OUT.json [" + merge_reports + "]\n"
@@ -134,8 +137,9 @@ Config parse_command_line(int argc, const char* const* argv, std::string* out_te
     else if (cmd == "compare") c.command = Command::Compare;
     else if (cmd == "merge") c.command = Command::Merge;
     else if (cmd == "expect") c.command = Command::Expect;
+    else if (cmd == "explore") c.command = Command::Explore;
     else throw UsageError(fmt::format("unknown command '{}'; commands: env, repro CASE_ID, compare OLD NEW, merge A B... -o OUT, "
-                                      "expect --from REPORT "
+                                      "expect --from REPORT, explore --filter REGEX "
                                       "(see 'mpscheck --help')", cmd));
   }
   if (vm.count("arguments")) c.arguments = vm["arguments"].as<std::vector<std::string>>();
@@ -204,6 +208,15 @@ Config parse_command_line(int argc, const char* const* argv, std::string* out_te
   text("output", c.output_path);
   text("from", c.from_report);
   c.script_only = vm.count("script") > 0;
+  for (const auto& [key, out] : {std::pair<const char*, double*>{"explore-budget", &c.explore_budget_s},
+                                 std::pair<const char*, double*>{"explore-run-budget", &c.explore_run_budget_s}}) {
+    if (!vm.count(key)) continue;
+    if (c.command != Command::Explore)
+      throw UsageError(fmt::format("--{} goes with explore: mpscheck explore --filter REGEX --{} SEC", key, key));
+    *out = vm[key].as<double>();
+    if (!(*out > 0) || *out > 1e7)
+      throw UsageError(fmt::format("--{} must be a positive number of seconds", key));
+  }
   c.cells = vm.count("cells") > 0;
   if (c.cells && c.command != Command::Merge) throw UsageError("--cells goes with merge: mpscheck merge --cells A.json B.json -o OUT.json");
   // A test runner's GTEST_SHARD_* are read only when asked: an mpscheck started inside a sharded
@@ -271,6 +284,8 @@ Config parse_command_line(int argc, const char* const* argv, std::string* out_te
   if (!c.model_path.empty() && c.selection.filters.empty() && !c.selection.ops && !c.selection.models)
     c.selection.filters.push_back("^model/(torchscript|pt2)/");
   const bool chose = c.selection.ops || c.selection.models || !c.selection.filters.empty();
+  if (c.command == Command::Explore && (c.selection.filters.empty() || !c.model_path.empty()))
+    throw UsageError("explore varies op cases: mpscheck explore --filter REGEX (or a case id it printed) [--target T]");
   if ((c.command == Command::Run) && !chose)
     throw UsageError("nothing selected: pass --all, --ops, --models or --filter REGEX (see 'mpscheck --help')");
   return c;

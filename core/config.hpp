@@ -12,7 +12,7 @@
 
 namespace mpscheck {
 
-enum class Command { Run, List, Worker, Env, Repro, Compare, Merge, Expect, Help, Version };
+enum class Command { Run, List, Worker, Env, Repro, Compare, Merge, Expect, Explore, Help, Version };
 
 struct Config {
   Command command = Command::Run;
@@ -46,6 +46,8 @@ struct Config {
   std::string output_path;             // merge -o OUT.json
   std::string from_report;             // repro --from REPORT.json
   bool script_only = false;
+  double explore_budget_s = 60;        // explore: seconds per declared case
+  double explore_run_budget_s = 600;   // explore: seconds for the whole run
   bool cells = false;                  // merge --cells: the reports are runners side by side, not shards            // repro --script: the Python reproducer alone
 
   double min_time() const { return min_time_s >= 0 ? min_time_s : (quick ? 0.02 : 0.2); }

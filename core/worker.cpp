@@ -2,6 +2,7 @@
 
 #include "checks/errors.hpp"
 #include "core/case_catalog.hpp"
+#include "core/case_variant.hpp"
 #include "core/execute.hpp"
 #include "core/probe.hpp"
 #include "core/reference_cache.hpp"
@@ -110,6 +111,20 @@ void set_up_worker(const std::string& config_line, WorkerSetup& w) {
                                                           w.config.model, w.config.inputs, w.config.train,
                                                           w.config.model_for, w.config.eager});
 }
+
+// The case `id` names (a declared case or an explore variant of one); nullptr with `result` set to
+// the case's error when it names none.
+const RegisteredWorkload* find_case(CaseResolver& resolver, const std::string& id, CaseResult& result) {
+  try {
+    return resolver.find(id);
+  } catch (const BadVariantId& e) {
+    result.id = id;
+    result.status = Status::Error;
+    result.message = e.what();
+    return nullptr;
+  }
+}
+
 }  // namespace
 
 int worker_main() {
@@ -136,19 +151,20 @@ int worker_main() {
   std::cerr << "mpscheck worker " << getpid() << ": ready, " << registry.size() << " cases" << std::endl;
   write_all(kResultFd, nlohmann::json{{"ready", true}, {"cases", registry.size()}}.dump() + "\n");
 
+  CaseResolver resolver(registry);  // declared cases, and the variants `explore` asks for by id
   while (std::getline(std::cin, line)) {
     const auto request = nlohmann::json::parse(line).get<CaseRequest>();
     const std::string& id = request.id;
     CaseResult result;
     if (id == kProbeCaseId) {
       result = run_probe(w.options.target);
-    } else if (const RegisteredWorkload* found = registry.find(id)) {
+    } else if (const RegisteredWorkload* found = find_case(resolver, id, result)) {
       ExecuteOptions options = w.options;
       options.min_time_s = request.time ? w.config.min_time : 0;
       // Written before the phase's work: if the worker dies in it, the host knows whose run it was.
       options.on_phase = [](const std::string& phase) { write_all(kResultFd, phase_message(phase) + "\n"); };
       result = execute_case(*found, options);
-    } else {
+    } else if (result.message.empty()) {
       result.id = id;
       result.status = Status::Error;
       result.message = "the worker does not know this case (plugins changed during the run?)";

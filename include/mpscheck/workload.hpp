@@ -38,6 +38,13 @@ struct Setup {
   bool quick = false;  // small shapes and few steps, for CI and tests
 };
 
+// One tensor input of a case as declared: its name and logical shape (what the op sees, whatever
+// its layout in memory). `mpscheck explore` reads them to make the same case at other sizes.
+struct InputShape {
+  std::string name;
+  std::vector<std::int64_t> shape;
+};
+
 // One named result to compare: "out", "out1", "grad/x0", "loss/step3", "param/fc1.weight".
 struct Output {
   Output() = default;
@@ -128,6 +135,17 @@ class BOOST_SYMBOL_VISIBLE Workload {
   // A self-contained Python script (only `torch`) that rebuilds the inputs and runs the case on
   // CPU and on `target`. Empty when the workload cannot describe itself.
   virtual std::string reproducer(const ReproTarget& target) const { return {}; }
+
+  // The case's tensor inputs as declared, in order, for `mpscheck explore`. Empty: the case
+  // cannot be made at other sizes.
+  virtual std::vector<InputShape> input_shapes() const { return {}; }
+  // The same case (op, dtype, layouts, seed, direction) over inputs of other sizes, one shape per
+  // input_shapes() entry in that order, or nullptr when it cannot be made. The host gives it its
+  // id; what this one's id() says is not used.
+  virtual std::unique_ptr<Workload> with_input_shapes(const std::vector<std::vector<std::int64_t>>& shapes) const {
+    (void)shapes;
+    return nullptr;
+  }
 };
 
 }  // namespace mpscheck

@@ -7,7 +7,9 @@
 #include <ATen/native/CPUFallback.h>
 #include <c10/util/Exception.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <mutex>
@@ -49,6 +51,9 @@ const std::set<std::string>& known_classes() {
     "rng-outliers",    // normal_ puts 0.01% of its samples at +-50 (a broken tail of the sampler)
     "ulp-noise",       // the honest control: arithmetic, exp, softmax and matmul round the other way near a
                        // midpoint; convolutions and float32 matmuls a unit either way
+    // Shape classes: no fixed case's shape reaches them; `mpscheck explore` must (README, "Explore").
+    "k-threshold",     // mm: one output element 5% of the output's RMS off from an inner dimension K >= 10000
+    "size-2^n",        // softplus: the last element of each row wrong when rows are a power of two >= 2048 long
   };
   return classes;
 }
@@ -360,6 +365,30 @@ bool run_planted(const c10::OperatorHandle& op, Stack* s) {
       at::Tensor flat = host.view(-1);
       for (int64_t k = 0, i = every / 2; i < n; i += every, ++k) flat[i].fill_(k % 2 ? -50.0 : 50.0);
     });
+    return true;
+  }
+  if (planted("k-threshold") && is(op, "aten::mm")) {
+    // A kernel that splits long dot products into chunks and mis-weights the last chunk of one
+    // element (a blocked-reduction bug); no fixed case's mm has K anywhere near it.
+    constexpr int64_t kPlantedK = 10000;
+    const at::Tensor a = arg(op, *s, 0).toTensor();
+    if (!c10::isFloatingType(a.scalar_type()) || a.dim() != 2 || a.size(1) < kPlantedK) return false;
+    run_then_edit(op, s, [](at::Tensor& host) {
+      if (host.numel() == 0) return;
+      const at::Tensor wide = host.to(at::kFloat);
+      const double rms = std::sqrt(wide.square().mean().item<double>());
+      host.view(-1)[host.numel() - 1].add_(0.05 * std::max(rms, 1.0));
+    });
+    return true;
+  }
+  if (planted("size-2^n") && is(op, "aten::softplus")) {
+    // A vectorised path taken only for power-of-two rows of at least 2048 elements, whose tail
+    // writes each row's last element from the one before it.
+    constexpr int64_t kPlantedRow = 2048;
+    const at::Tensor x = arg(op, *s, 0).toTensor();
+    const int64_t n = x.dim() == 0 ? 1 : x.size(-1);
+    if (n < kPlantedRow || (n & (n - 1)) != 0) return false;
+    run_then_edit(op, s, [n](at::Tensor& host) { host.narrow(-1, n - 1, 1).copy_(host.narrow(-1, n - 2, 1)); });
     return true;
   }
   if (planted("ulp-noise") && is_noisy(op)) {

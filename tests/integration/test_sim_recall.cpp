@@ -12,6 +12,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
@@ -185,7 +187,8 @@ INSTANTIATE_TEST_SUITE_P(Plants, SimRecall, ::testing::ValuesIn(read_table()),
                            // sim:bfloat16 -> name_bfloat16; the float32 rows keep the class's name.
                            if (const auto colon = info.param.target.find(':'); colon != std::string::npos)
                              name += "_" + info.param.target.substr(colon + 1);
-                           std::replace(name.begin(), name.end(), '-', '_');
+                           // size-2^n -> size_2_n: a test name holds letters, digits and '_' only.
+                           std::replace_if(name.begin(), name.end(), [](unsigned char c) { return !std::isalnum(c); }, '_');
                            return name;
                          });
 

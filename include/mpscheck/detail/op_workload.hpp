@@ -42,6 +42,20 @@ class OpWorkload final : public Workload {
   std::unique_ptr<Instance> instantiate(const Setup& setup, const Placement& where) const override;
   std::string reproducer(const ReproTarget& target) const override;
 
+  std::vector<InputShape> input_shapes() const override {
+    std::vector<InputShape> shapes;
+    for (const Arg& a : def_.args) shapes.push_back({a.name, a.shape});
+    return shapes;
+  }
+  // The args keep their fill, dtype and layout; only their shapes change (the layout views the
+  // new shape as it viewed the declared one).
+  std::unique_ptr<Workload> with_input_shapes(const std::vector<std::vector<int64_t>>& shapes) const override {
+    if (shapes.size() != def_.args.size()) return nullptr;
+    OpDef d = def_;
+    for (size_t i = 0; i < shapes.size(); ++i) d.args[i].shape = shapes[i];
+    return std::make_unique<OpWorkload>(std::move(d), variant_, dtype_, backward_);
+  }
+
   const OpDef& def() const { return def_; }
   bool backward() const { return backward_; }
   c10::ScalarType case_dtype() const { return dtype_; }

@@ -1,0 +1,127 @@
+#include "core/case_variant.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+
+namespace mpscheck {
+
+namespace {
+
+// The varied case under its own id; everything else is the plugin's workload at the new sizes.
+class VariedWorkload final : public Workload {
+ public:
+  VariedWorkload(std::string id, std::unique_ptr<Workload> inner) : id_(std::move(id)), inner_(std::move(inner)) {}
+
+  std::string id() const override { return id_; }
+  Kind kind() const override { return inner_->kind(); }
+  std::vector<std::string> tags() const override { return inner_->tags(); }
+  std::string family() const override { return inner_->family(); }
+  c10::ScalarType dtype() const override { return inner_->dtype(); }
+  bool has_gold() const override { return inner_->has_gold(); }
+  bool is_random() const override { return inner_->is_random(); }
+  std::unique_ptr<Instance> instantiate(const Setup& setup, const Placement& where) const override {
+    return inner_->instantiate(setup, where);
+  }
+  std::string reproducer(const ReproTarget& target) const override { return inner_->reproducer(target); }
+  std::vector<InputShape> input_shapes() const override { return inner_->input_shapes(); }
+  std::unique_ptr<Workload> with_input_shapes(const std::vector<Shape>& shapes) const override {
+    return inner_->with_input_shapes(shapes);
+  }
+
+ private:
+  std::string id_;
+  std::unique_ptr<Workload> inner_;
+};
+
+bool all_digits(const std::string& s) {
+  return !s.empty() && s.size() <= 12 && std::all_of(s.begin(), s.end(), [](unsigned char c) { return std::isdigit(c); });
+}
+
+Shape parse_shape(const std::string& text, const std::string& id) {
+  Shape shape;
+  if (text.empty()) return shape;
+  size_t start = 0;
+  for (;;) {
+    const size_t x = text.find('x', start);
+    const std::string part = text.substr(start, x == std::string::npos ? std::string::npos : x - start);
+    if (!all_digits(part))
+      throw BadVariantId(fmt::format("case id '{}': '{}' is not a shape (sizes joined by 'x', e.g. 24x40)", id, text));
+    shape.push_back(std::stoll(part));
+    if (x == std::string::npos) break;
+    start = x + 1;
+  }
+  return shape;
+}
+
+}  // namespace
+
+std::string sizes_text(const Shape& shape) {
+  std::string s;
+  for (size_t i = 0; i < shape.size(); ++i) s += fmt::format("{}{}", i ? "x" : "", shape[i]);
+  return s;
+}
+
+std::optional<VariantId> parse_variant_id(const std::string& id) {
+  const size_t at = id.find(kVariantMark);
+  if (at == std::string::npos) return std::nullopt;
+  VariantId v;
+  v.base = id.substr(0, at);
+  const std::string rest = id.substr(at + 1);
+  if (v.base.empty() || rest.empty())
+    throw BadVariantId(fmt::format("case id '{}': give the declared case, '@', then NAME=SHAPE[,NAME=SHAPE...]", id));
+  size_t start = 0;
+  for (;;) {
+    const size_t comma = rest.find(',', start);
+    const std::string item = rest.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    const size_t eq = item.find('=');
+    if (eq == std::string::npos || eq == 0)
+      throw BadVariantId(fmt::format("case id '{}': '{}' is not NAME=SHAPE", id, item));
+    v.shapes.emplace_back(item.substr(0, eq), parse_shape(item.substr(eq + 1), id));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return v;
+}
+
+std::string variant_id(const std::string& base, const std::vector<InputShape>& declared,
+                       const std::vector<Shape>& shapes) {
+  std::string changed;
+  for (size_t i = 0; i < declared.size() && i < shapes.size(); ++i)
+    if (shapes[i] != declared[i].shape)
+      changed += fmt::format("{}{}={}", changed.empty() ? "" : ",", declared[i].name, sizes_text(shapes[i]));
+  return changed.empty() ? base : base + kVariantMark + changed;
+}
+
+const RegisteredWorkload* CaseResolver::find(const std::string& id) {
+  if (const RegisteredWorkload* w = registry_.find(id)) return w;
+  if (auto it = made_.find(id); it != made_.end()) return &it->second.registered;
+  const std::optional<VariantId> v = parse_variant_id(id);
+  if (!v) return nullptr;
+  const RegisteredWorkload* base = registry_.find(v->base);
+  if (!base) return nullptr;
+  const std::vector<InputShape> declared = base->workload->input_shapes();
+  if (declared.empty())
+    throw BadVariantId(fmt::format("case '{}' cannot be made at other sizes (it does not declare its inputs)", v->base));
+  std::vector<Shape> shapes;
+  for (const auto& d : declared) shapes.push_back(d.shape);
+  for (const auto& [name, shape] : v->shapes) {
+    auto it = std::find_if(declared.begin(), declared.end(), [&](const InputShape& d) { return d.name == name; });
+    if (it == declared.end())
+      throw BadVariantId(fmt::format("case id '{}': case '{}' has no input '{}'", id, v->base, name));
+    if (shape.size() != it->shape.size())
+      throw BadVariantId(fmt::format("case id '{}': input '{}' has {} dimensions, not {}", id, name, it->shape.size(),
+                                     shape.size()));
+    shapes[static_cast<size_t>(it - declared.begin())] = shape;
+  }
+  std::unique_ptr<Workload> inner = base->workload->with_input_shapes(shapes);
+  if (!inner) throw BadVariantId(fmt::format("case '{}' cannot be made at the sizes of '{}'", v->base, id));
+  // Under the id it was asked by: a worker's result must carry the id the host sent.
+  Made made{std::make_unique<VariedWorkload>(id, std::move(inner)), {}};
+  made.registered = {made.workload.get(), base->plugin};
+  auto [it, inserted] = made_.emplace(id, std::move(made));
+  return &it->second.registered;
+}
+
+}  // namespace mpscheck

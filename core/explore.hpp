@@ -1,0 +1,75 @@
+// `mpscheck explore`: what the catalog's fixed shapes miss. For each selected op case it makes
+// seeded, reproducible variants from the case's own declared inputs (core/case_variant.hpp): each
+// size the inputs declare, wherever it occurs (so an inner dimension K of mm changes in both
+// operands), set to 1, 2, 3, its neighbours, a prime, the powers of two around it and ±1, a few
+// seeded draws, then grown by powers of two. Every variant runs as an ordinary case does, through a
+// worker and the same verdict rules. A failing variant is shrunk (every other size made as small
+// as it still fails) and the failing size bisected against the largest passing one, so the finding
+// says exactly where it starts ("wrong from a[1]=b[0] = 10000; 9999 passes") under a case id that
+// `--filter` accepts in a later explore run.
+#pragma once
+
+#include "core/case_variant.hpp"
+#include <mpscheck/result.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <functional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+namespace mpscheck {
+
+struct ExploreOptions {
+  double case_budget_s = 60;   // per declared case
+  double run_budget_s = 600;   // for the whole run
+  std::uint64_t seed = 0;      // the seeded sizes (and, through the workers, the inputs)
+  std::int64_t max_elements = std::int64_t{1} << 22;  // per input: a variant past it is not made
+};
+
+struct ExploreFinding {
+  std::string base;      // the declared case
+  std::string id;        // the minimal failing variant (the declared id when the case itself fails)
+  Status status = Status::Pass;
+  std::string message;   // the verdict's message for `id`
+  // The size that decides it, named by where it occurs ("a[1]=b[0]"), and the threshold: the first
+  // failing size and its passing neighbour (below it for "from", above for "up-to"). "at": only
+  // that size fails, both neighbours pass; "powers-of-two": so, and twice it fails too. Empty for
+  // a replayed id or a declared case that fails as declared.
+  std::string dimension;
+  std::int64_t first_failing = 0, last_passing = 0;
+  std::string pattern;
+  std::string summary;   // one line for the console
+};
+
+struct ExploredCase {
+  std::string id;
+  int variants = 0;      // run through a worker
+  double seconds = 0;
+  std::string note;      // why it was not explored, or stopped early
+};
+
+struct ExploreOutcome {
+  std::vector<ExploreFinding> findings;
+  std::vector<ExploredCase> cases;
+  int variants = 0;
+  bool run_budget_spent = false;
+};
+
+// Runs one case id (a declared case or a variant) to its verdict: the worker path of a run.
+using RunCase = std::function<CaseResult(const std::string& id)>;
+
+// Explores `cases`, then replays `replay` (variant ids given to --filter: each is run as it is and
+// reported under its own id). Progress lines go to `log`. Stops early when `stop` returns true.
+ExploreOutcome explore_cases(const std::vector<RegisteredWorkload>& cases, const std::vector<std::string>& replay,
+                             const RunCase& run, const ExploreOptions& options, std::ostream& log,
+                             const std::function<bool()>& stop = {});
+
+// Whether a result is a finding of the target's (not a variant the CPU reference cannot run).
+bool explore_failure(const CaseResult& r);
+
+nlohmann::json explore_to_json(const ExploreOutcome& outcome, const ExploreOptions& options);
+
+}  // namespace mpscheck
