@@ -1,4 +1,4 @@
-#include <mpscheck/result.hpp>
+#include "checks/result.hpp"
 
 #include "util/text.hpp"
 

@@ -2,7 +2,7 @@
 #pragma once
 
 #include "reports/fingerprint.hpp"
-#include <mpscheck/result.hpp>
+#include "checks/result.hpp"
 #include "util/atomic_file.hpp"  // ReportError
 
 #include <nlohmann/json.hpp>

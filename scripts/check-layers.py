@@ -7,7 +7,8 @@
 
 A file may include from its own layer and from the layers to its left. Two exceptions to plain
 rank: the SDK is installed and util/ is not, so the SDK may not include util/; and a plugin sees
-the SDK alone (and files in its own plugins/ folder tree), never the host.
+the SDK alone (and files in its own plugins/ folder tree), never the host. The SDK's headers may
+name no third-party header but LibTorch's and Boost's, the two its installed target provides.
 
 Reads every `#include "..."` (and `#include <...>` naming mpscheck/ or a folder of the tree) in
 include/ util/ checks/ reports/ core/ plugins/. A quoted include is resolved the way the build
@@ -48,6 +49,11 @@ RULE = {
 SCANNED = ["include", "util", "checks", "reports", "core", "plugins"]
 EXTENSIONS = (".cpp", ".cc", ".hpp", ".h", ".inc", ".ipp")
 INCLUDE = re.compile(r'^\s*#\s*include\s*([<"])([^">]+)[">]')
+# What the installed SDK target (mpscheck::sdk: LibTorch and Boost's headers) lets a header include
+# besides the SDK itself; a name without a folder is the standard or the C library's.
+SDK_PROVIDES = ("ATen/", "c10/", "torch/", "boost/")
+SDK_PROVIDES_RULE = ("the installed SDK target provides LibTorch, Boost's headers and the standard library only "
+                     "(cmake/mpscheckConfig.cmake.in)")
 
 
 def layer_of(rel):
@@ -112,6 +118,8 @@ def main(argv):
                         kind, target = m.group(1), m.group(2).strip()
                         to, to_rel = resolve(root, rel, kind, target)
                         if to is None:
+                            if own == "sdk" and "/" in target and not target.startswith(SDK_PROVIDES):
+                                problems.append(f"{rel}:{number}: includes <{target}>: {SDK_PROVIDES_RULE}")
                             continue
                         if to == "?":
                             unresolved.append(f"{rel}:{number}: #include \"{target}\" names no file in the tree")
@@ -137,7 +145,7 @@ def main(argv):
         print(line)
     includes = sum(counts.values())
     if problems:
-        print(f"check-layers: {len(problems)} include(s) point up a layer; the direction is "
+        print(f"check-layers: {len(problems)} include(s) break the layer rules; the direction is "
               "util <- SDK <- checks <- reports <- core, plugins see the SDK only (CONTRIBUTING.md, Layers)")
         return 1
     if unresolved:

@@ -2,7 +2,7 @@
 # scripts/check-layers.py must be able to fail: on a copy of the tree with one planted include that
 # points the wrong way, it must exit 1 and name the planted file:line and the rule it breaks. One
 # plant per kind of rule (a layer including a higher one, the SDK including util/, a plugin
-# including the host), each in a fresh copy.
+# including the host, the SDK naming a header its target does not provide), each in a fresh copy.
 # Usage: check-layers-catches.sh SOURCE_DIR
 set -u
 src=${1:?usage: check-layers-catches.sh SOURCE_DIR}
@@ -40,6 +40,8 @@ plant checks_includes_reports checks/tolerance.cpp 2 '#include "reports/report.h
 plant util_includes_checks util/text.cpp 2 '#include "checks/compare.hpp"' "util/ is the ground floor"
 plant reports_includes_core reports/csv.cpp 3 '#include <core/app.hpp>' "includes core/app.hpp (core/)"
 plant sdk_includes_util include/mpscheck/vocabulary.hpp 3 '#include "util/text.hpp"' "the SDK (include/mpscheck/) is installed"
+plant sdk_includes_nlohmann include/mpscheck/workload.hpp 3 '#include <nlohmann/json.hpp>' \
+  "the installed SDK target provides"
 plant plugin_includes_checks plugins/ops/distance/distance.cpp 2 '#include "checks/compare.hpp"' \
   "a plugin includes only the SDK"
 [[ $failures -eq 0 ]] || { echo "$failures plant(s) not caught"; exit 1; }
