@@ -1,6 +1,6 @@
 #include "checks/compare.hpp"
 
-#include "reports/escape.hpp"
+#include "util/text.hpp"
 
 #include <ATen/core/grad_mode.h>
 #include <fmt/format.h>

@@ -2,7 +2,7 @@
 #pragma once
 
 #include "checks/tolerance.hpp"
-#include <mpscheck/result.hpp>
+#include "checks/result.hpp"
 
 #include <ATen/ATen.h>
 #include <ATen/core/grad_mode.h>

@@ -2,7 +2,7 @@
 
 #include "checks/memory.hpp"
 
-#include "reports/escape.hpp"
+#include "util/text.hpp"
 
 #include <algorithm>
 #include <cctype>

@@ -2,7 +2,7 @@
 // `memory` finding, and so is one the device refused for want of memory. No LibTorch in here.
 #pragma once
 
-#include <mpscheck/result.hpp>
+#include "checks/result.hpp"
 
 #include <cstdint>
 #include <string>

@@ -1,7 +1,7 @@
 // The recommendation per case: accelerate, keep on CPU, or blocked — with the reason in words.
 #pragma once
 
-#include <mpscheck/result.hpp>
+#include "checks/result.hpp"
 
 #include <map>
 #include <string>

@@ -1,7 +1,7 @@
 // Timing statistics and the speed class, taking the spread into account.
 #pragma once
 
-#include <mpscheck/result.hpp>
+#include "checks/result.hpp"
 
 #include <vector>
 

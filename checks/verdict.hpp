@@ -4,7 +4,7 @@
 
 #include "checks/compare.hpp"
 #include "checks/tolerance.hpp"
-#include <mpscheck/result.hpp>
+#include "checks/result.hpp"
 
 #include <string>
 #include <vector>

@@ -4,7 +4,7 @@
 // peak is sampled while the target runs.
 #pragma once
 
-#include <mpscheck/result.hpp>
+#include "checks/result.hpp"
 
 #include <c10/core/Device.h>
 

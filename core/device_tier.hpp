@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include <mpscheck/result.hpp>
+#include "checks/result.hpp"
 
 namespace mpscheck {
 

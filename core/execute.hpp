@@ -2,7 +2,7 @@
 #pragma once
 
 #include "core/plugin_host.hpp"
-#include <mpscheck/result.hpp>
+#include "checks/result.hpp"
 #include "core/target.hpp"
 
 #include <functional>

@@ -1,6 +1,6 @@
 #include "core/host_text.hpp"
 
-#include "reports/escape.hpp"
+#include "util/text.hpp"
 
 #include <fmt/format.h>
 

@@ -3,7 +3,7 @@
 // was. No LibTorch in here: the reader is fuzzed on its own (tests/fuzz).
 #pragma once
 
-#include <mpscheck/result.hpp>
+#include "checks/result.hpp"
 
 #include <nlohmann/json.hpp>
 

@@ -6,7 +6,7 @@
 
 #include "reports/bug_report.hpp"
 
-#include <mpscheck/result.hpp>
+#include "checks/result.hpp"
 #include <mpscheck/workload.hpp>
 
 #include <string>

@@ -3,7 +3,7 @@
 // that fails it is present but unusable (a GitHub-hosted macOS runner's MPS), not a source of findings.
 #pragma once
 
-#include <mpscheck/result.hpp>
+#include "checks/result.hpp"
 #include "core/device_tier.hpp"
 #include "core/target.hpp"
 

@@ -1,7 +1,7 @@
 #include "core/reference_cache.hpp"
 
 #include "core/environment.hpp"
-#include "reports/writers.hpp"
+#include "util/atomic_file.hpp"
 
 #include <ATen/Context.h>
 #include <torch/version.h>

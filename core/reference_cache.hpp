@@ -12,7 +12,7 @@
 
 #include <mpscheck/workload.hpp>
 
-#include <mpscheck/result.hpp>
+#include "checks/result.hpp"
 
 #include <map>
 #include <optional>

@@ -5,7 +5,7 @@
 
 #include "core/journal.hpp"
 #include "core/registry.hpp"
-#include <mpscheck/result.hpp>
+#include "checks/result.hpp"
 #include "core/target.hpp"
 #include "core/worker.hpp"
 

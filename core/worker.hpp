@@ -4,7 +4,7 @@
 // fd 3. The worker's stdout and stderr go to a log file, whose tail explains a crash.
 #pragma once
 
-#include <mpscheck/result.hpp>
+#include "checks/result.hpp"
 #include "core/worker_protocol.hpp"
 
 #include <nlohmann/json.hpp>

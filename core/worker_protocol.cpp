@@ -1,6 +1,6 @@
 #include "core/worker_protocol.hpp"
 
-#include "reports/untrusted_json.hpp"
+#include "util/untrusted_json.hpp"
 
 #include <fmt/format.h>
 

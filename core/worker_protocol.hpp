@@ -3,7 +3,7 @@
 // line that is not what the protocol says is a ProtocolError, never a crash of the host.
 #pragma once
 
-#include <mpscheck/result.hpp>
+#include "checks/result.hpp"
 
 #include <cstddef>
 #include <cstdint>

@@ -4,7 +4,7 @@
 
 #include "reports/reporter.hpp"
 
-#include <mpscheck/result.hpp>
+#include "checks/result.hpp"
 
 #include <mpscheck/workload.hpp>
 #include <nlohmann/json.hpp>

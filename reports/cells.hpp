@@ -3,7 +3,7 @@
 // --cells` builds it (core/workflow.cpp); this renders it as JSON and as one HTML page.
 #pragma once
 
-#include <mpscheck/result.hpp>
+#include "checks/result.hpp"
 
 #include <nlohmann/json.hpp>
 

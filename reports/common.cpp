@@ -1,5 +1,5 @@
 // Helpers every report writer shares: where a case sits, how bad it is, its error figures and
-// finding text, environment lines, durations, and the one atomic file writer.
+// finding text, environment lines and durations. The atomic file writer is util/atomic_file.hpp.
 #include "checks/memory.hpp"
 #include "checks/timing.hpp"
 #include "reports/escape.hpp"
@@ -10,13 +10,8 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <cmath>
-#include <cstring>
-#include <filesystem>
-#include <fstream>
 #include <limits>
-#include <unistd.h>
 
 namespace mpscheck {
 
@@ -237,33 +232,6 @@ Reporter::Reporter(Traits traits, Render render)
 
 std::string Reporter::default_destination(const std::string& report_dir) const {
   return traits_.default_file ? report_dir + "/" + traits_.default_file : std::string();
-}
-
-void write_text_report(const std::string& path, const std::string& text) {
-  namespace fs = std::filesystem;
-  const fs::path target(path);
-  std::error_code ec;
-  if (target.has_parent_path()) fs::create_directories(target.parent_path(), ec);
-  // Unique per process so two runs writing the same report never share a temporary file.
-  const std::string tmp = fmt::format("{}.tmp.{}", path, static_cast<long>(::getpid()));
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out)
-      throw ReportError(fmt::format("cannot write the report {}: {} (check the folder exists and is writable)", path,
-                                    std::strerror(errno)));
-    out.write(text.data(), static_cast<std::streamsize>(text.size()));
-    out.close();
-    if (!out) {
-      fs::remove(tmp, ec);
-      throw ReportError(fmt::format("writing the report {} failed (disk full?)", path));
-    }
-  }
-  fs::rename(tmp, target, ec);
-  if (ec) {
-    std::error_code ignored;
-    fs::remove(tmp, ignored);
-    throw ReportError(fmt::format("cannot move the report into place at {}: {}", path, ec.message()));
-  }
 }
 
 }  // namespace mpscheck

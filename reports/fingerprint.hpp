@@ -6,7 +6,7 @@
 // report covers them. Plain data, no LibTorch.
 #pragma once
 
-#include <mpscheck/result.hpp>
+#include "checks/result.hpp"
 
 #include <nlohmann/json.hpp>
 

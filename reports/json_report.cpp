@@ -3,7 +3,7 @@
 #include "reports/reporter.hpp"
 #include "reports/writers.hpp"
 
-#include "reports/untrusted_json.hpp"
+#include "util/untrusted_json.hpp"
 #include <mpscheck/version.hpp>
 
 #include <fmt/format.h>

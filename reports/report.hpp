@@ -2,7 +2,8 @@
 #pragma once
 
 #include "reports/fingerprint.hpp"
-#include <mpscheck/result.hpp>
+#include "checks/result.hpp"
+#include "util/atomic_file.hpp"  // ReportError
 
 #include <nlohmann/json.hpp>
 
@@ -22,10 +23,6 @@ struct RunReport {
 };
 
 std::map<Status, int> count_by_status(const std::vector<CaseResult>& cases);
-
-struct ReportError : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
 
 nlohmann::json report_to_json(const RunReport& report);
 // The JSON report's text: report_to_json indented by two, ending in a newline.

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "reports/report.hpp"
+#include "util/atomic_file.hpp"  // write_text_report, the one atomic writer
 
 #include "checks/recommend.hpp"
 
@@ -24,11 +25,6 @@ std::string render_markdown(const RunReport& report);
 // One self-contained HTML page (inline CSS, JS and SVG; nothing fetched): findings first,
 // sortable tables, speedup and error charts, an operator x dtype coverage matrix.
 std::string render_html(const RunReport& report);
-
-// The one atomic file writer, for every report and the reference cache's entries: `text` (any
-// bytes) to `path` through a temporary file in the same folder, then a rename, creating the
-// folder. A reader sees the old file or the new one, never half. Throws ReportError naming the path.
-void write_text_report(const std::string& path, const std::string& text);
 
 // Shared by the writers (reports/common.cpp).
 

@@ -8,7 +8,7 @@
 // MPSCHECK_RECALL_FULL=1 to run each over the "full" selection and prints the misses it counts.
 #include "sim_common.hpp"
 
-#include <mpscheck/result.hpp>
+#include "checks/result.hpp"
 
 #include <gtest/gtest.h>
 

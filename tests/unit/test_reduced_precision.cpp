@@ -5,7 +5,7 @@
 #include "checks/tolerance.hpp"
 #include "checks/verdict.hpp"
 
-#include <mpscheck/result.hpp>
+#include "checks/result.hpp"
 
 #include <gtest/gtest.h>
 

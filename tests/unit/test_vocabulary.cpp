@@ -1,6 +1,6 @@
 // The result vocabulary: each enum has one name table, every value survives JSON, and a word
 // no table holds is refused rather than read as some default.
-#include <mpscheck/result.hpp>
+#include "checks/result.hpp"
 
 #include "reports/report.hpp"
 

@@ -1,6 +1,6 @@
-#include <mpscheck/result.hpp>
+#include "checks/result.hpp"
 
-#include "reports/escape.hpp"
+#include "util/text.hpp"
 
 #include <algorithm>
 #include <cmath>

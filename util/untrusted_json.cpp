@@ -1,4 +1,4 @@
-#include "reports/untrusted_json.hpp"
+#include "util/untrusted_json.hpp"
 
 #include <cmath>
 #include <cstring>

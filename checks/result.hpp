@@ -1,5 +1,7 @@
 // The result model every report is written from. Plain data: no LibTorch in here, so report
-// writers and `compare`/`merge` work on JSON files alone.
+// writers and `compare`/`merge` work on JSON files alone. The host's own (checks/ fills it, reports/
+// and core/ read it; its JSON is checks/result_json.cpp): no plugin sees it, so it is not part of
+// the installed SDK, whose target provides neither nlohmann::json nor these functions' bodies.
 #pragma once
 
 #include <mpscheck/vocabulary.hpp>
