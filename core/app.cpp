@@ -630,6 +630,16 @@ int report_run(const Config& cfg, RunReport& report, const RunInputs& inputs, co
 }
 
 // `explore`: variants of the selected op cases, each judged as a case through a worker (core/explore.hpp).
+// The run's target, or nothing after one line on stderr saying why it is unavailable.
+std::optional<ResolvedTarget> resolve_target_or_say(const Config& cfg) {
+  try {
+    return resolve_target(cfg.target);
+  } catch (const TargetUnavailable& e) {
+    std::cerr << "mpscheck: " << e.what() << '\n';
+    return std::nullopt;
+  }
+}
+
 int explore_command(const Config& cfg, const Registry& registry) {
   // A filter that is a case id explore printed (`BASE@a=1x10000,...`, anchored or not) replays it.
   Config regexes = cfg;
@@ -665,13 +675,9 @@ int explore_command(const Config& cfg, const Registry& registry) {
               << " cases loaded); check --filter, or see them all with 'mpscheck --list --ops'\n";
     return kExitUsage;
   }
-  ResolvedTarget target;
-  try {
-    target = resolve_target(cfg.target);
-  } catch (const TargetUnavailable& e) {
-    std::cerr << "mpscheck: " << e.what() << '\n';
-    return kExitNoTarget;
-  }
+  const std::optional<ResolvedTarget> resolved = resolve_target_or_say(cfg);
+  if (!resolved) return kExitNoTarget;
+  const ResolvedTarget& target = *resolved;
   const std::string out_path = cfg.report_dir + "/explore.json";
   if (auto bad = unwritable_file("--report-dir", out_path)) {
     std::cerr << "mpscheck: " << *bad << '\n';
@@ -745,13 +751,9 @@ int run_cases(int argc, char** argv, const Config& cfg) {
     std::cerr << selected.size() << " cases\n";
     return kExitOk;
   }
-  ResolvedTarget target;
-  try {
-    target = resolve_target(cfg.target);
-  } catch (const TargetUnavailable& e) {
-    std::cerr << "mpscheck: " << e.what() << '\n';
-    return kExitNoTarget;
-  }
+  const std::optional<ResolvedTarget> resolved = resolve_target_or_say(cfg);
+  if (!resolved) return kExitNoTarget;
+  const ResolvedTarget& target = *resolved;
   if (selected.empty()) {
     std::cerr << "mpscheck: no case matches the selection (" << registry.size()
               << " cases loaded); check --filter, or see them all with 'mpscheck --list --all'\n";

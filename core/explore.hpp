@@ -10,7 +10,7 @@
 #pragma once
 
 #include "core/case_variant.hpp"
-#include <mpscheck/result.hpp>
+#include "checks/result.hpp"
 
 #include <nlohmann/json.hpp>
 
