@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <map>
 #include <cmath>
 
 namespace mpscheck {
@@ -128,6 +129,54 @@ void apply_fallback(const std::vector<std::string>& target_warnings, Verdict& v)
   } else {
     v.message += std::string(v.message.empty() ? "" : "; ") + "part of it ran on the CPU: " + *it;
   }
+}
+
+bool is_training_state(const std::string& output) {
+  return output.rfind("grad0/", 0) == 0 || output.rfind("update/", 0) == 0;
+}
+
+std::string judge_training_family(std::vector<OutputAttribution>& failing, const TensorsByName& gold,
+                                  const TensorsByName& reference, const TensorsByName& rounded,
+                                  const TensorsByName& witness, const TensorsByName& target,
+                                  const std::map<std::string, Tolerance>& tols, c10::ScalarType dtype) {
+  if (witness.empty()) return {};
+  const bool any = std::any_of(failing.begin(), failing.end(), [](const OutputAttribution& f) {
+    return f.attribution.measured && !f.attribution.target_ok && is_training_state(f.output->name);
+  });
+  if (!any) return {};
+  auto at = [](const TensorsByName& m, const std::string& name) {
+    auto it = m.find(name);
+    return it == m.end() ? at::Tensor() : it->second;
+  };
+  FamilyEnvelope envelope;
+  std::vector<std::pair<at::Tensor, at::Tensor>> grads, updates;
+  for (const auto& [name, tol] : tols) {
+    if (!is_training_state(name) || tol.trajectory) continue;
+    envelope.add(attribute_with_gold(at(gold, name), at(reference, name), at(witness, name), dtype, tol,
+                                     at(rounded, name)));
+    (name.rfind("grad0/", 0) == 0 ? grads : updates).emplace_back(at(witness, name), at(target, name));
+  }
+  // Each family is forgiven only at the witness's scale, and a failing output of a family that is
+  // not is named as a systematic error.
+  std::string note;
+  auto judge = [&](const char* prefix, const char* what, double scale) {
+    const bool scaled = !std::isnan(scale) && std::abs(scale - 1) > kFamilyScale;
+    bool failed = false;
+    for (auto& f : failing) {
+      Attribution& a = f.attribution;
+      if (a.target_ok || f.output->name.rfind(prefix, 0) != 0) continue;
+      if (!scaled && within_family(a, envelope)) a.target_ok = a.by_family = true;
+      else failed = true;
+    }
+    if (scaled && failed && note.empty())
+      note = fmt::format("; the target's {} are {:.3g}% {} (RMS over all of them) than the CPU's own {} run's: a "
+                         "systematic error in the target",
+                         what, 100 * std::abs(scale - 1), scale > 1 ? "larger" : "smaller",
+                         dtype == c10::kHalf ? "float16" : "bfloat16");
+  };
+  judge("grad0/", "first-step gradients", pooled_scale(grads));
+  judge("update/", "parameter updates", pooled_scale(updates));
+  return note;
 }
 
 }  // namespace mpscheck

@@ -6,6 +6,7 @@
 #include "checks/tolerance.hpp"
 #include "checks/result.hpp"
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -36,6 +37,22 @@ struct OutputAttribution {
 // element the per-element rule caught, or the RMSEs. Fills each output's RMSE figures and
 // `attribution` ("float32" | "target").
 void decide_attribution(std::vector<OutputAttribution>& failing, Verdict& v, std::string& attribution);
+
+// Whether `output` of a training case is training state: a first-step gradient ("grad0/...") or a
+// parameter's update over all steps ("update/...").
+bool is_training_state(const std::string& output);
+
+// A training case on a witnessed float16/bfloat16 target (`witness` non-empty: the CPU's own run in
+// the dtype): its first-step gradients and updates are judged as a family (checks/compare.hpp,
+// FamilyEnvelope). The witness is judged against float32 (`reference`) and the rounded baseline on
+// every such output, and a failing one within the envelope is marked target_ok (by_family), unless
+// the target's gradients or updates as a whole are scaled against the witness's by more than
+// kFamilyScale. Returns what the verdict message adds when that scale is what stops the forgiving.
+using TensorsByName = std::map<std::string, at::Tensor>;
+std::string judge_training_family(std::vector<OutputAttribution>& failing, const TensorsByName& gold,
+                                  const TensorsByName& reference, const TensorsByName& rounded,
+                                  const TensorsByName& witness, const TensorsByName& target,
+                                  const std::map<std::string, Tolerance>& tols, c10::ScalarType dtype);
 
 // Localisation: a traced layer diverges when it fails the plain tolerance and float64 does not
 // show float32 to be the fragile side there (`attribution` unmeasured: no gold for the layer).

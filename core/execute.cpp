@@ -145,61 +145,6 @@ class WarningRecorder final : public c10::WarningHandler {
   std::vector<std::string> target_, tagged_;
 };
 
-bool is_training_state(const std::string& output) {
-  return output.rfind("grad0/", 0) == 0 || output.rfind("update/", 0) == 0;
-}
-
-// A training case on a witnessed float16/bfloat16 target: its first-step gradients and updates are
-// judged as a family (checks/compare.hpp, FamilyEnvelope). The witness is judged against float32 and
-// the rounded baseline on every such output, and a failing output within the envelope is forgiven,
-// unless the target's gradients or updates as a whole are scaled against the witness's. Returns
-// what the verdict message should add when that scale is what stops the forgiving.
-std::string judge_training_family(const Workload& w, std::map<std::string, at::Tensor>& ref_by_name,
-                                  const std::map<std::string, at::Tensor>& gold,
-                                  const std::map<std::string, at::Tensor>& rounded,
-                                  const std::map<std::string, at::Tensor>& witness,
-                                  const std::map<std::string, at::Tensor>& target_by_name, c10::ScalarType dtype,
-                                  const std::map<std::string, Tolerance>& tols, std::vector<OutputAttribution>& failing) {
-  if (witness.empty() || w.kind() != Kind::Model) return {};
-  const bool any = std::any_of(failing.begin(), failing.end(), [](const OutputAttribution& f) {
-    return f.attribution.measured && !f.attribution.target_ok && is_training_state(f.output->name);
-  });
-  if (!any) return {};
-  auto at = [](const std::map<std::string, at::Tensor>& m, const std::string& name) {
-    auto it = m.find(name);
-    return it == m.end() ? at::Tensor() : it->second;
-  };
-  FamilyEnvelope envelope;
-  std::vector<std::pair<at::Tensor, at::Tensor>> grads, updates;
-  for (const auto& [name, tol] : tols) {
-    if (!is_training_state(name) || tol.trajectory) continue;
-    envelope.add(attribute_with_gold(at(gold, name), at(ref_by_name, name), at(witness, name), dtype, tol,
-                                     at(rounded, name)));
-    (name.rfind("grad0/", 0) == 0 ? grads : updates).emplace_back(at(witness, name), at(target_by_name, name));
-  }
-  // Each family is forgiven only at the witness's scale, and a failing output of a family that is
-  // not is named as a systematic error.
-  std::string note;
-  auto judge = [&](const char* prefix, const char* what, double scale) {
-    const bool scaled = !std::isnan(scale) && std::abs(scale - 1) > kFamilyScale;
-    bool failed = false;
-    for (auto& f : failing) {
-      Attribution& a = f.attribution;
-      if (a.target_ok || f.output->name.rfind(prefix, 0) != 0) continue;
-      if (!scaled && within_family(a, envelope)) a.target_ok = a.by_family = true;
-      else failed = true;
-    }
-    if (scaled && failed && note.empty())
-      note = fmt::format("; the target's {} are {:.3g}% {} (RMS over all of them) than the CPU's own {} run's: a "
-                         "systematic error in the target",
-                         what, 100 * std::abs(scale - 1), scale > 1 ? "larger" : "smaller",
-                         dtype == c10::kHalf ? "float16" : "bfloat16");
-  };
-  judge("grad0/", "first-step gradients", pooled_scale(grads));
-  judge("update/", "parameter updates", pooled_scale(updates));
-  return note;
-}
-
 // Runs the CPU float64 gold and decides, for every failing output, whether the target or float32
 // itself is the fragile side (checks/verdict.hpp). Turns the verdict into pass when float32 is.
 void attribute(const Workload& w, const ExecuteOptions& options, const Outputs& ref_out,
@@ -266,8 +211,10 @@ void attribute(const Workload& w, const ExecuteOptions& options, const Outputs& 
     }
     failing.push_back(f);
   }
-  const std::string family = judge_training_family(w, ref_by_name, gold, rounded, witness, target_by_name, dtype,
-                                                    tols, failing);
+  // A witnessed training case's gradients and updates are judged as a family (checks/verdict.hpp).
+  const std::string family = w.kind() == Kind::Model ? judge_training_family(failing, gold, ref_by_name, rounded, witness,
+                                                                             target_by_name, tols, dtype)
+                                                     : std::string();
   decide_attribution(failing, v, r.attribution);
   if (v.status != Status::Pass) v.message += family;
 }
