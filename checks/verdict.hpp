@@ -1,5 +1,5 @@
 // The verdict rules: how comparisons, float64 attribution, nondeterminism, warnings and layer
-// traces become one status per case. core/execute.cpp runs the workloads and asks these.
+// traces become one status per case. core/execute.cpp runs the workloads and core/judge_case.cpp asks these.
 #pragma once
 
 #include "checks/compare.hpp"

@@ -1,0 +1,379 @@
+// The float64 judge (attribute_with_gold) and the family rule for training outputs: the rules are
+// stated in compare.hpp beside Attribution.
+#include "checks/compare.hpp"
+
+#include <ATen/core/grad_mode.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+namespace mpscheck {
+
+namespace {
+
+bool is_reduced(c10::ScalarType t) { return t == c10::kHalf || t == c10::kBFloat16; }
+
+// The largest finite value of `dtype`.
+double largest_finite(c10::ScalarType dtype) {
+  switch (dtype) {
+    case c10::kHalf: return 65504.0;
+    case c10::kBFloat16: return static_cast<double>(std::numeric_limits<c10::BFloat16>::max());
+    case c10::kFloat: return static_cast<double>(std::numeric_limits<float>::max());
+    default: return std::numeric_limits<double>::max();
+  }
+}
+
+// The largest finite value of `dtype` plus half a unit in the last place there: a float64 value
+// beyond it rounds to infinity in that dtype.
+double overflow_threshold(c10::ScalarType dtype) {
+  if (dtype != c10::kHalf && dtype != c10::kBFloat16 && dtype != c10::kFloat)
+    return std::numeric_limits<double>::infinity();
+  const double max = largest_finite(dtype);
+  return max + std::ldexp(unit_roundoff(dtype), std::ilogb(max));
+}
+
+// The rounding below the normal range: the smallest subnormal.
+double smallest_subnormal(c10::ScalarType t) {
+  return t == at::kHalf ? std::ldexp(1.0, -24) : t == at::kBFloat16 ? std::ldexp(1.0, -133)
+                                             : t == at::kFloat      ? std::ldexp(1.0, -149)
+                                                                    : 0.0;
+}
+
+// Magnitude bins of the per-element rule: one per binade of |g| (frexp's exponent), zero in bin 0.
+constexpr int kBinOffset = 1100, kBins = 2200;
+int magnitude_bin(double g) {
+  if (g == 0) return 0;
+  int e = 0;
+  std::frexp(g, &e);
+  return std::clamp(e + kBinOffset, 1, kBins - 1);
+}
+
+// A rule's figure over its allowance: 0 for nothing at all, infinite for something where nothing
+// is allowed.
+double excess_of(double figure, double allowed) {
+  if (!(figure > 0)) return std::isnan(figure) ? std::numeric_limits<double>::infinity() : 0.0;
+  return allowed > 0 ? figure / allowed : std::numeric_limits<double>::infinity();
+}
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+// One attribution: gold g, reference r, target t, baseline b and witness w side by side, flattened
+// on the CPU, and what pass 1 sums over them. Each rule is a step; attribute_with_gold runs them
+// in order.
+class GoldJudge {
+ public:
+  GoldJudge(Attribution& a, const at::Tensor& gold, const at::Tensor& reference, const at::Tensor& target,
+            c10::ScalarType target_dtype, const Tolerance& tol, const at::Tensor& rounded, const at::Tensor& witness);
+  void sum_errors();
+  void rmse_rule();
+  void spread_by_magnitude();
+  void band_rule();
+  void element_rule();
+  void bias_rule();
+
+ private:
+  // Hands `pass` each chunk of 1M elements in double: its first element's index, its length, and its
+  // gold, reference, target, baseline (rounded to the target dtype) and witness elements.
+  template <class Pass>
+  void for_each_chunk(Pass&& pass) const;
+  // Gold beyond what the target dtype can hold (float32's -3.4e38 mask is float64's -1.8e308):
+  // a non-finite position, never a finite difference of 1e308.
+  bool representable(double g) const { return std::isfinite(g) && std::abs(g) < beyond_; }
+  // The honest error at an element: float32's, and for reduced precision the rounded baseline's
+  // and the witness's.
+  double local_error(double g, double r, double b, double w) const {
+    double local = std::isfinite(r) ? std::abs(r - g) : 0.0;
+    if (reduced_ && std::isfinite(b)) local = std::max(local, std::abs(b - g));
+    if (reduced_ && std::isfinite(w)) local = std::max(local, std::abs(w - g));
+    return local;
+  }
+  // The dtype's own rounding of an element of magnitude `mag`: a few units of it, or of the subnormals.
+  double rounding(double mag) const { return tol_.chains * kRoundingUnits * (u_ * mag + tiny_); }
+  void count_bad(std::int64_t at, double g, double t, double allowed);
+
+  Attribution& a_;
+  const Tolerance& tol_;
+  c10::ScalarType target_dtype_;
+  bool reduced_, witnessed_;
+  std::int64_t n_;
+  at::Tensor g_, r_, t_, b_, w_;
+  double u_ = 0, beyond_ = 0, extreme_ = 0, tiny_ = 0;
+  // Pass 1's sums: each side's RMSE against gold, gold's RMS, the honest error overall and per
+  // magnitude bin (its RMS and its peak), and per bin the target's errors and gold's magnitudes.
+  ScaledSquares sr_, st_, sb_, sw_, sg_, honest_;
+  std::vector<ScaledSquares> bins_, target_bins_, gold_bins_;
+  std::vector<double> bin_max_, pooled_;
+  double bias_t_ = 0, bias_r_ = 0, bias_b_ = 0, bias_w_ = 0, magnitude_ = 0;
+  bool r_nonfinite_ = false, t_nonfinite_ = false;
+};
+
+GoldJudge::GoldJudge(Attribution& a, const at::Tensor& gold, const at::Tensor& reference, const at::Tensor& target,
+                     c10::ScalarType target_dtype, const Tolerance& tol, const at::Tensor& rounded,
+                     const at::Tensor& witness)
+    : a_(a), tol_(tol), target_dtype_(target_dtype), reduced_(is_reduced(target_dtype)), n_(gold.numel()) {
+  a_.dtype = target_dtype == c10::kHalf ? "float16" : target_dtype == c10::kBFloat16 ? "bfloat16" : "float32";
+  g_ = gold.detach().to(at::kCPU).reshape({-1});
+  r_ = reference.detach().to(at::kCPU).reshape({-1});
+  t_ = target.detach().to(at::kCPU).reshape({-1});
+  const bool usable = rounded.defined() && rounded.sizes() == gold.sizes();
+  b_ = usable ? rounded.detach().to(at::kCPU).reshape({-1}) : g_;
+  // The CPU's own run in the target dtype (accelerator targets only): every intermediate rounded
+  // as an honest device rounds it. Without one, the witness is gold itself and adds nothing.
+  witnessed_ = reduced_ && witness.defined() && witness.sizes() == gold.sizes() &&
+               c10::isFloatingType(witness.scalar_type());
+  a_.witnessed = witnessed_;
+  w_ = witnessed_ ? witness.detach().to(at::kCPU).reshape({-1}) : g_;
+  const c10::ScalarType rounding_dtype =
+      reduced_ ? target_dtype : target.scalar_type() == at::kDouble ? at::kFloat : target.scalar_type();
+  u_ = unit_roundoff(rounding_dtype);
+  const c10::ScalarType range_dtype = target_dtype == at::kDouble ? at::kDouble : rounding_dtype;
+  beyond_ = overflow_threshold(range_dtype);
+  extreme_ = largest_finite(range_dtype);
+  // A float16/bfloat16 computation rounds to that dtype's subnormals even when its output is stored
+  // wider (a float32 output of a float16 product): the coarser of the two.
+  tiny_ = std::max(smallest_subnormal(target.scalar_type()), reduced_ ? smallest_subnormal(target_dtype) : 0.0);
+  const size_t bins = reduced_ ? kBins : 0;
+  bins_.resize(bins), target_bins_.resize(bins), gold_bins_.resize(bins);
+  bin_max_.assign(bins, 0.0), pooled_.assign(bins, 0.0);
+}
+
+template <class Pass>
+void GoldJudge::for_each_chunk(Pass&& pass) const {
+  constexpr std::int64_t kChunk = std::int64_t{1} << 20;
+  auto chunk = [&](const at::Tensor& x, std::int64_t begin, std::int64_t len, bool round) {
+    at::Tensor c = x.narrow(0, begin, len);
+    if (round) c = c.to(target_dtype_);
+    return c.to(at::kDouble).contiguous();
+  };
+  for (std::int64_t begin = 0; begin < n_; begin += kChunk) {
+    const std::int64_t len = std::min(kChunk, n_ - begin);
+    const at::Tensor gc = chunk(g_, begin, len, false), rc = chunk(r_, begin, len, false),
+                     tc = chunk(t_, begin, len, false), bc = chunk(b_, begin, len, reduced_),
+                     wc = chunk(w_, begin, len, false);
+    pass(begin, len, gc.const_data_ptr<double>(), rc.const_data_ptr<double>(), tc.const_data_ptr<double>(),
+         bc.const_data_ptr<double>(), wc.const_data_ptr<double>());
+  }
+}
+
+// Pass 1: the RMSEs (each over the elements where gold is representable and that side finite),
+// the honest error per magnitude bin, and the signed sums of the bias rule.
+void GoldJudge::sum_errors() {
+  for_each_chunk([&](std::int64_t, std::int64_t len, const double* g, const double* r, const double* t,
+                     const double* b, const double* w) {
+    for (std::int64_t i = 0; i < len; ++i) {
+      if (!representable(g[i])) {
+        // No part in the sums; a side that is non-finite there still has an infinite RMSE, as a figure.
+        if (std::isfinite(g[i])) r_nonfinite_ |= !std::isfinite(r[i]), t_nonfinite_ |= !std::isfinite(t[i]);
+        continue;
+      }
+      const double sign = g[i] < 0 ? -1.0 : 1.0;
+      if (std::isfinite(r[i])) sr_.add(r[i] - g[i]), bias_r_ += (r[i] - g[i]) * sign;
+      else r_nonfinite_ = true;
+      if (std::isfinite(t[i])) st_.add(t[i] - g[i]), bias_t_ += (t[i] - g[i]) * sign;
+      else t_nonfinite_ = true;
+      if (!reduced_) continue;
+      if (std::isfinite(b[i])) sb_.add(b[i] - g[i]), bias_b_ += (b[i] - g[i]) * sign;
+      if (witnessed_ && std::isfinite(w[i])) sw_.add(w[i] - g[i]), bias_w_ += (w[i] - g[i]) * sign;
+      sg_.add(g[i]);
+      const double local = local_error(g[i], r[i], b[i], w[i]);
+      const int bin = magnitude_bin(g[i]);
+      bins_[bin].add(local);
+      bin_max_[bin] = std::max(bin_max_[bin], local);
+      gold_bins_[bin].add(g[i]);
+      target_bins_[bin].add(std::isfinite(t[i]) ? t[i] - g[i] : 0.0);
+      honest_.add(local);
+      magnitude_ += std::abs(g[i]);
+    }
+  });
+  a_.measured = true;
+}
+
+// Non-finite target elements are judged one by one (element_rule); the RMSE rule takes the finite
+// ones. Reduced precision also allows, in aggregate, what the per-element rule allows each element
+// for the dtype's own rounding (a few units of |g|): an honest kernel may round each element
+// differently from the baseline, by a unit or two.
+void GoldJudge::rmse_rule() {
+  a_.rmse_reference = r_nonfinite_ ? kInf : sr_.rms();
+  a_.rmse_target = t_nonfinite_ ? kInf : st_.rms();
+  a_.baseline = std::max({sr_.rms(), reduced_ ? sb_.rms() : 0.0, witnessed_ ? sw_.rms() : 0.0});
+  a_.multiplier = (reduced_ || n_ < 32) ? 3.0 : 2.0;
+  const double rounding_rms = reduced_ ? rounding(sg_.rms()) : 0.0;
+  const double rmse_allowed = a_.multiplier * a_.baseline + tol_.atol + rounding_rms;
+  a_.rmse_ok = st_.rms() <= rmse_allowed;
+  a_.excess.rmse = excess_of(t_nonfinite_ ? kInf : st_.rms(), rmse_allowed);
+}
+
+// Reduced precision: the spread allowed at a magnitude is the honest error of the elements of
+// that magnitude and below (pooled upwards until there are kMinMagnitudePool of them): the larger
+// of kSpreadMultiplier times their RMS and kPeakMultiplier times the largest of them. The RMS
+// alone undersells a cancellation: there honest errors are set by the terms, not the result, and
+// one honest run's error at an element does not bound another's, only the largest error the
+// honest runs show at that magnitude does.
+void GoldJudge::spread_by_magnitude() {
+  if (!reduced_) return;
+  std::vector<ScaledSquares> below(kBins);
+  std::vector<double> peak_below(kBins, 0.0);
+  for (int k = 0; k < kBins; ++k) {
+    if (k > 0) below[k] = below[k - 1], peak_below[k] = peak_below[k - 1];
+    below[k].merge(bins_[k]);
+    peak_below[k] = std::max(peak_below[k], bin_max_[k]);
+  }
+  const std::int64_t need = std::min<std::int64_t>(kMinMagnitudePool, below[kBins - 1].n);
+  int up = 0;
+  for (int k = 0; k < kBins; ++k) {
+    up = std::max(up, k);
+    while (up < kBins - 1 && below[up].n < need) ++up;
+    pooled_[k] = std::max(kSpreadMultiplier * below[up].rms(), kPeakMultiplier * peak_below[up]);
+  }
+}
+
+// The band rule: the target's RMS error over a band of magnitudes (binades grouped from the
+// smallest until kMinMagnitudePool elements) is within kBandMultiplier times the honest RMS
+// error there, plus the dtype's rounding of those elements. A band of elements all wrong by
+// half their value fails it even where the per-element rule's pooled peak, set by an honest
+// cancellation at that magnitude, forgives each one.
+void GoldJudge::band_rule() {
+  if (!reduced_ || tol_.trajectory) return;
+  ScaledSquares band_t, band_h, band_g;
+  int band_first = -1;
+  for (int k = 0; k < kBins; ++k) {
+    if (target_bins_[k].n == 0) continue;
+    if (band_first < 0) band_first = k;
+    band_t.merge(target_bins_[k]), band_h.merge(bins_[k]), band_g.merge(gold_bins_[k]);
+    if (band_t.n < kMinMagnitudePool && k < kBins - 1) continue;
+    const double allowed = kBandMultiplier * band_h.rms() + rounding(band_g.rms()) + tol_.atol;
+    const double excess = excess_of(band_t.rms(), allowed);
+    a_.excess.band = std::max(a_.excess.band, excess);
+    if (band_t.rms() > allowed && excess > a_.band_excess) {
+      a_.band_ok = false;
+      a_.band_excess = excess;
+      a_.band_low = band_first <= 0 ? 0.0 : std::ldexp(1.0, band_first - kBinOffset - 1);
+      a_.band_high = std::ldexp(1.0, k - kBinOffset);
+      a_.band_target_rms = band_t.rms();
+      a_.band_allowed = allowed;
+      a_.band_count = band_t.n;
+    }
+    band_t = band_h = band_g = ScaledSquares{};
+    band_first = -1;
+  }
+}
+
+void GoldJudge::count_bad(std::int64_t at, double g, double t, double allowed) {
+  if (allowed == 0) a_.excess.element = kInf;  // a non-finite position: no figure to widen
+  if (a_.first_bad < 0) {
+    a_.first_bad = at;
+    a_.gold_value = g;
+    a_.target_value = t;
+    a_.allowed = allowed;
+  }
+  ++a_.bad_elements;
+}
+
+// Pass 2: every element outside the plain tolerance against the float32 reference must be
+// within what float32 (or the rounded baseline) makes there, or the dtype's rounding there.
+void GoldJudge::element_rule() {
+  const double global_spread = kSpreadMultiplier * a_.baseline + tol_.atol;
+  auto same = [](double x, double y) { return (std::isnan(x) && std::isnan(y)) || x == y; };
+  for_each_chunk([&](std::int64_t begin, std::int64_t len, const double* g, const double* r, const double* t,
+                     const double* b, const double* w) {
+    for (std::int64_t i = 0; i < len; ++i) {
+      bool bad;
+      double allowed = 0;
+      if (std::isnan(g[i]) || std::isinf(g[i])) {
+        bad = !same(t[i], g[i]) && !same(t[i], r[i]);
+      } else if (!representable(g[i])) {
+        // Beyond the dtype's range: an infinity or the dtype's extreme of gold's sign (a clamp to
+        // finfo), or whatever float32 holds there.
+        const bool saturated = !std::isnan(t[i]) && (t[i] < 0) == (g[i] < 0) && std::abs(t[i]) >= extreme_;
+        bad = !saturated && !same(t[i], r[i]);
+      } else if (!std::isfinite(t[i])) {
+        bad = !same(t[i], r[i]);  // no worse than float32's own overflow there
+      } else {
+        const double err = std::abs(t[i] - g[i]);
+        if (std::isfinite(r[i]) && std::abs(t[i] - r[i]) <= tol_.atol + tol_.rtol * std::abs(r[i])) continue;
+        const double local = local_error(g[i], r[i], b[i], w[i]);
+        // Reduced precision: the local spread, plus the fast path's atol (scale-relative, and 0 for
+        // outputs of one rounding per element).
+        const double spread =
+            reduced_ && !tol_.trajectory ? pooled_[magnitude_bin(g[i])] + tol_.atol : global_spread;
+        allowed = kElementMultiplier * local + spread + rounding(std::abs(g[i]));
+        bad = err > allowed;
+        a_.excess.element = std::max(a_.excess.element, excess_of(err, allowed));
+      }
+      if (bad) count_bad(begin + i, g[i], t[i], allowed);
+    }
+  });
+}
+
+// The bias rule: a systematic error that honest rounding does not show.
+void GoldJudge::bias_rule() {
+  if (!reduced_ || tol_.trajectory || !(magnitude_ > 0) || !std::isfinite(magnitude_)) return;
+  a_.bias_target = bias_t_ / magnitude_;
+  a_.bias_honest = std::max({std::abs(bias_r_), std::abs(bias_b_), std::abs(bias_w_)}) / magnitude_;
+  const double count = static_cast<double>(std::max<std::int64_t>(honest_.n, 1));
+  a_.bias_allowed = kBiasMultiplier * a_.bias_honest + kBiasSigmas * honest_.root_sum() / magnitude_ +
+                    kBiasUnits * u_ * (1 + kRoundingUnits / std::sqrt(count));
+  a_.bias_ok = std::abs(a_.bias_target) <= a_.bias_allowed;
+  a_.excess.bias = excess_of(std::abs(a_.bias_target), a_.bias_allowed);
+}
+
+}  // namespace
+
+Attribution attribute_with_gold(const at::Tensor& gold, const at::Tensor& reference, const at::Tensor& target,
+                                c10::ScalarType target_dtype, const Tolerance& tol, const at::Tensor& rounded,
+                                const at::Tensor& witness) {
+  Attribution a;
+  if (!gold.defined() || !reference.defined() || !target.defined() || gold.sizes() != target.sizes() ||
+      gold.sizes() != reference.sizes())
+    return a;
+  if (!c10::isFloatingType(gold.scalar_type()) || !c10::isFloatingType(target.scalar_type()) ||
+      !c10::isFloatingType(reference.scalar_type()))
+    return a;  // integers are exact contracts and complex values have no gold rule: never forgiven
+  at::NoGradGuard no_grad;
+  GoldJudge judge(a, gold, reference, target, target_dtype, tol, rounded, witness);
+  judge.sum_errors();
+  judge.rmse_rule();
+  judge.spread_by_magnitude();
+  judge.band_rule();
+  judge.element_rule();
+  judge.bias_rule();
+  a.target_ok = a.rmse_ok && a.bad_elements == 0 && a.bias_ok && a.band_ok;
+  return a;
+}
+
+void FamilyEnvelope::add(const Attribution& witness) {
+  if (!witness.measured) return;
+  auto widen = [](double& worst, double figure) {
+    if (std::isfinite(figure)) worst = std::max(worst, figure);
+  };
+  widen(worst.rmse, witness.excess.rmse);
+  widen(worst.element, witness.excess.element);
+  widen(worst.band, witness.excess.band);
+  widen(worst.bias, witness.excess.bias);
+}
+
+bool within_family(const Attribution& target, const FamilyEnvelope& envelope) {
+  if (!target.measured) return false;
+  auto within = [](double figure, double worst) {
+    return std::isfinite(figure) && figure <= std::max(kFamilyFloor, kFamilyMultiplier * worst);
+  };
+  return within(target.excess.rmse, envelope.worst.rmse) && within(target.excess.element, envelope.worst.element) &&
+         within(target.excess.band, envelope.worst.band) && within(target.excess.bias, envelope.worst.bias);
+}
+
+double pooled_scale(const std::vector<std::pair<at::Tensor, at::Tensor>>& witness_target) {
+  ScaledSquares w, t;
+  for (const auto& [wv, tv] : witness_target) {
+    if (!wv.defined() || !tv.defined() || wv.sizes() != tv.sizes() || wv.numel() == 0) continue;
+    const double n = static_cast<double>(wv.numel());
+    w.add(finite_rms(wv) * std::sqrt(n));
+    t.add(finite_rms(tv) * std::sqrt(n));
+  }
+  const double ws = w.root_sum();
+  return ws > 0 ? t.root_sum() / ws : std::numeric_limits<double>::quiet_NaN();
+}
+
+}  // namespace mpscheck
