@@ -1,5 +1,7 @@
 #include "core/execute.hpp"
 
+#include "core/case_steps.hpp"
+
 #include "checks/compare.hpp"
 #include "checks/errors.hpp"
 #include "checks/memory.hpp"
@@ -38,276 +40,6 @@ double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
-std::string exception_text(std::exception_ptr p) {
-  try {
-    std::rethrow_exception(p);
-  } catch (const c10::Error& e) {
-    return tidy_exception_message(e.what_without_backtrace());
-  } catch (const std::exception& e) {
-    return tidy_exception_message(e.what());
-  } catch (...) {
-    return "unknown exception (not derived from std::exception)";
-  }
-}
-
-std::map<std::string, at::Tensor> by_name(const Outputs& outs) {
-  std::map<std::string, at::Tensor> m;
-  for (const auto& o : outs) m[o.name] = o.value;
-  return m;
-}
-
-std::map<std::string, const Output*> outputs_by_name(const Outputs& outs) {
-  std::map<std::string, const Output*> m;
-  for (const auto& o : outs) m[o.name] = &o;
-  return m;
-}
-
-// The phase the case is in, for this worker thread: set by enter_phase(), reported to the host
-// through ExecuteOptions::on_phase, and written into the result of a case that fails in it.
-thread_local const ExecuteOptions* t_options = nullptr;
-thread_local std::string t_phase;
-
-void enter_phase(const char* phase) {
-  if (t_phase == phase) return;
-  t_phase = phase;
-  if (t_options && t_options->on_phase) t_options->on_phase(t_phase);
-}
-
-// Outputs owned by the caller: cloned right after run() returns, before anything else runs on
-// that instance. run() may mutate its inputs (x.sub_(0.5)) and return a view of them (x.mul_(2);
-// return x): without the copy, a second run on the same instance would rewrite the first run's
-// outputs. Done here, on the host side, so every plugin's outputs are covered. Two outputs with
-// one name would hide each other in every by-name map: refused.
-Outputs owned(Outputs outs, const char* side) {
-  std::set<std::string> names;
-  for (auto& o : outs) {
-    if (!names.insert(o.name).second)
-      throw std::runtime_error(fmt::format("the {} gave two outputs named {}; each output needs its own name", side,
-                                           o.name));
-    if (o.value.defined()) o.value = o.value.detach().clone();
-    if (o.indexes_into.defined()) o.indexes_into = o.indexes_into.detach().clone();
-    if (o.standard_error.defined()) o.standard_error = o.standard_error.detach().clone();
-  }
-  return outs;
-}
-
-// Records every LibTorch warning raised while a case runs, with the side it came from. Kernels
-// may warn from intra-op threads, hence the lock. TORCH_WARN_ONCE warnings (the MPS fallback's
-// among them) would fire once per worker process; c10's warn-always flag makes them fire in every
-// case, so a fallback is seen in each case it happens in, not only in the first.
-class WarningRecorder final : public c10::WarningHandler {
- public:
-  WarningRecorder() : guard_(this) { always_.emplace(true); }
-  void process(const c10::Warning& warning) override {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (paused_) return;
-    std::string text = tidy_exception_message(warning.msg());
-    if (side_ == Side::Target && std::find(target_.begin(), target_.end(), text) == target_.end() &&
-        target_.size() < kMax)
-      target_.push_back(text);
-    std::string tagged = std::string(side_name()) + ": " + text;
-    if (std::find(tagged_.begin(), tagged_.end(), tagged) == tagged_.end() && tagged_.size() < kMax)
-      tagged_.push_back(std::move(tagged));
-  }
-  void set_side(Side s) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    side_ = s;
-  }
-  // While timing: warn-once warnings fire once again, and nothing is recorded.
-  void pause() {
-    std::lock_guard<std::mutex> lock(mutex_);
-    paused_ = true;
-    always_.reset();
-  }
-  std::vector<std::string> target() {
-    std::lock_guard<std::mutex> lock(mutex_);
-    return target_;
-  }
-  std::vector<std::string> all() {
-    std::lock_guard<std::mutex> lock(mutex_);
-    return tagged_;
-  }
-
- private:
-  static constexpr size_t kMax = 20;
-  const char* side_name() const {
-    switch (side_) {
-      case Side::Target: return "target";
-      case Side::Gold: return "float64 gold";
-      default: return "reference";
-    }
-  }
-  c10::WarningUtils::WarningHandlerGuard guard_;
-  std::optional<c10::WarningUtils::WarnAlways> always_;
-  std::mutex mutex_;
-  bool paused_ = false;
-  Side side_ = Side::Reference;
-  std::vector<std::string> target_, tagged_;
-};
-
-// Runs the CPU float64 gold and decides, for every failing output, whether the target or float32
-// itself is the fragile side (checks/verdict.hpp). Turns the verdict into pass when float32 is.
-void attribute(const Workload& w, const ExecuteOptions& options, const Outputs& ref_out,
-               const std::map<std::string, at::Tensor>& target_by_name, c10::Device device, c10::ScalarType dtype,
-               const std::map<std::string, Tolerance>& tols, CaseResult& r, Verdict& v, WarningRecorder& warnings,
-               CachedReference& cached, bool& cache_dirty) {
-  std::map<std::string, at::Tensor> gold = cached.gold;
-  enter_phase("float64");
-  warnings.set_side(Side::Gold);
-  try {
-    if (gold.empty()) {
-      gold = by_name(owned(
-          w.instantiate(options.setup, Placement{c10::Device(c10::kCPU), c10::kDouble, Side::Gold})->run(), "gold"));
-      cached.gold = gold;
-      cache_dirty = true;
-    }
-  } catch (...) {
-    v.message += "; no float64 gold run to attribute it (" + exception_text(std::current_exception()) + ")";
-    r.attribution = "target";
-    return;
-  }
-  std::map<std::string, at::Tensor> ref_by_name = by_name(ref_out);
-  // For reduced precision: the same case from inputs and weights rounded to that dtype.
-  std::map<std::string, at::Tensor> rounded;
-  if (dtype == c10::kHalf || dtype == c10::kBFloat16) {
-    try {
-      Placement p{c10::Device(c10::kCPU), c10::kFloat, Side::Reference};
-      p.round_inputs_to = dtype;
-      rounded = by_name(owned(w.instantiate(options.setup, p)->run(), "rounded reference"));
-    } catch (...) {
-    }
-  }
-  // On an accelerator, the CPU's own run in that dtype witnesses what honest rounding of every
-  // intermediate gives (checks/compare.hpp). On a CPU target it would be the target itself. A CPU
-  // without a kernel for the dtype gives no witness, and the rule stands on the baseline alone.
-  std::map<std::string, at::Tensor> witness;
-  if ((dtype == c10::kHalf || dtype == c10::kBFloat16) && device.type() != c10::kCPU) {
-    try {
-      witness = by_name(owned(w.instantiate(options.setup, Placement{c10::Device(c10::kCPU), dtype, Side::Reference})->run(),
-                              "CPU witness"));
-    } catch (...) {
-    }
-  }
-  std::vector<OutputAttribution> failing;
-  for (auto& o : r.outputs) {
-    if (o.ok) continue;
-    OutputAttribution f{&o, {}};
-    auto g = gold.find(o.name);
-    auto t = target_by_name.find(o.name);
-    // Exact, index, statistics and dtype findings are contracts float64 cannot excuse. An exact
-    // (integer/bool) output of a float16/bfloat16 target may only equal, exactly, what float32
-    // gives from inputs rounded to that dtype: a comparison of two values that round to the same.
-    const bool by_value = o.rule.empty() && o.note.rfind("dtype differs", 0) != 0;
-    auto rd = rounded.find(o.name);
-    if (o.rule == "exact" && rd != rounded.end() && t != target_by_name.end() &&
-        compare_tensors(o.name, rd->second, t->second, Tolerance{0, 0}).ok) {
-      f.attribution.target_ok = true;  // no figures: nothing to take an RMSE of
-      o.note = "equal to the float32 result from inputs rounded to " + std::string(c10::toString(dtype));
-    } else if (by_value && g != gold.end() && t != target_by_name.end()) {
-      auto wd = witness.find(o.name);
-      f.attribution = attribute_with_gold(g->second, ref_by_name[o.name], t->second, dtype, tols.at(o.name),
-                                          rd == rounded.end() ? at::Tensor() : rd->second,
-                                          wd == witness.end() ? at::Tensor() : wd->second);
-    }
-    failing.push_back(f);
-  }
-  // A witnessed training case's gradients and updates are judged as a family (checks/verdict.hpp).
-  const std::string family = w.kind() == Kind::Model ? judge_training_family(failing, gold, ref_by_name, rounded, witness,
-                                                                             target_by_name, tols, dtype)
-                                                     : std::string();
-  decide_attribution(failing, v, r.attribution);
-  if (v.status != Status::Pass) v.message += family;
-}
-
-// A trace's layer outputs by (name, call): a network may run one layer several times in a pass
-// (DCGAN's D scores real images, then fakes twice), and only its k-th call on one side is its
-// k-th call on the other.
-std::map<std::pair<std::string, int>, at::Tensor> layers_by_call(const Outputs& layers) {
-  std::map<std::pair<std::string, int>, at::Tensor> m;
-  std::map<std::string, int> calls;
-  for (const auto& o : layers) m[{o.name, calls[o.name]++}] = o.value;
-  return m;
-}
-
-// One side's layer trace, by (name, call); empty when that side cannot be traced (no kernel for
-// the dtype on the CPU, say), and the rule then stands on the witnesses it has.
-std::map<std::pair<std::string, int>, at::Tensor> trace_or_empty(const Workload& w, const ExecuteOptions& options,
-                                                                 const Placement& where) {
-  try {
-    return layers_by_call(w.instantiate(options.setup, where)->trace_layers());
-  } catch (...) {
-    return {};
-  }
-}
-
-// Names the first traced layer whose output diverges between reference and target, judged like
-// the case itself: plain tolerance, then the float64 attribution with the same honest witnesses
-// (for float16/bfloat16, float32 from rounded inputs and weights with every layer's output
-// rounded, and on an accelerator the CPU's own run in that dtype), so a report points at an op
-// and never at a layer whose error is honest rounding.
-void localise(const Workload& w, const ExecuteOptions& options, c10::Device device, c10::ScalarType dtype,
-              const Tolerance& tol, CaseResult& r) {
-  Outputs ref_layers, tgt_layers;
-  enter_phase("localisation");
-  try {
-    ref_layers = w.instantiate(options.setup, Placement{c10::Device(c10::kCPU), c10::kFloat, Side::Reference})->trace_layers();
-    if (ref_layers.empty()) return;
-    tgt_layers = w.instantiate(options.setup, Placement{device, dtype, Side::Target})->trace_layers();
-  } catch (...) {
-    r.message += "; layer tracing failed (" + exception_text(std::current_exception()) + ")";
-    return;
-  }
-  const auto target_by_call = layers_by_call(tgt_layers);
-  // The float64 trace and the honest witnesses, traced once, at the first layer that needs them.
-  bool witnesses_traced = false;
-  std::map<std::pair<std::string, int>, at::Tensor> gold_by_call, rounded_by_call, witness_by_call;
-  auto trace_witnesses = [&] {
-    if (witnesses_traced) return;
-    witnesses_traced = true;
-    gold_by_call = trace_or_empty(w, options, Placement{c10::Device(c10::kCPU), c10::kDouble, Side::Gold});
-    if (dtype == c10::kHalf || dtype == c10::kBFloat16) {
-      Placement p{c10::Device(c10::kCPU), c10::kFloat, Side::Reference};
-      p.round_inputs_to = dtype;
-      rounded_by_call = trace_or_empty(w, options, p);
-      if (device.type() != c10::kCPU)
-        witness_by_call = trace_or_empty(w, options, Placement{c10::Device(c10::kCPU), dtype, Side::Reference});
-    }
-  };
-  auto find = [](const std::map<std::pair<std::string, int>, at::Tensor>& m, const std::pair<std::string, int>& k) {
-    auto it = m.find(k);
-    return it == m.end() ? at::Tensor() : it->second;
-  };
-  std::map<std::string, int> calls;  // of each layer so far in the reference's trace
-  for (const auto& layer : ref_layers) {
-    const int call = calls[layer.name]++;
-    auto t = target_by_call.find({layer.name, call});
-    if (t == target_by_call.end()) continue;
-    OutputReport rep = compare_tensors(layer.name, layer.value, t->second, tol, dtype);
-    if (rep.ok) continue;
-    Attribution a;
-    if (w.has_gold() && rep.rule.empty()) {
-      trace_witnesses();
-      const std::pair<std::string, int> key{layer.name, call};
-      if (const at::Tensor g = find(gold_by_call, key); g.defined()) {
-        a = attribute_with_gold(g, layer.value, t->second, dtype, tol, find(rounded_by_call, key),
-                                find(witness_by_call, key));
-        if (a.measured) rep.rmse_reference = a.rmse_reference, rep.rmse_target = a.rmse_target;
-      }
-    }
-    if (!layer_diverges(rep, &a)) continue;  // an honest side is as far from float64 here
-    r.first_diverging_layer = layer.name;
-    r.first_diverging_layer_call = call + 1;
-    const int runs = std::count_if(ref_layers.begin(), ref_layers.end(), [&](const Output& o) { return o.name == layer.name; });
-    r.message += fmt::format("; first diverging layer: {}{} ({} of {} elements, max abs error {:.3g})", layer.name,
-                             runs > 1 ? fmt::format(" (call {} of {})", call + 1, runs) : std::string(), rep.mismatches,
-                             rep.numel, rep.max_abs);
-    r.layer = std::move(rep);
-    return;
-  }
-  r.message += "; every traced layer agrees in the first pass from the initial weights (forward, and backward for "
-               "training): the divergence builds up over training steps (the optimizer, or error that compounds)";
-}
-
 }  // namespace
 
 c10::ScalarType target_dtype_for(const Workload& w, const TargetSpec& target) {
@@ -331,17 +63,16 @@ CaseResult execute_case(const RegisteredWorkload& rw, const ExecuteOptions& opti
   const auto start = Clock::now();
   CaseResult r;
   WarningRecorder warnings;
-  t_options = &options;
-  t_phase.clear();
+  begin_phases(&options);
   try {
     r = execute_case_inner(rw, options, warnings);
   } catch (...) {
     // Nothing a case does may take the worker down: whatever escaped is this case's error.
     r.status = Status::Error;
     r.message = "mpscheck failed while checking this case: " + exception_text(std::current_exception());
-    r.phase = t_phase;
+    r.phase = current_phase();
   }
-  t_options = nullptr;
+  begin_phases(nullptr);
   identify(r, rw, options.target);
   r.warnings = warnings.all();
   r.worker_s = seconds_since(start);
@@ -349,99 +80,6 @@ CaseResult execute_case(const RegisteredWorkload& rw, const ExecuteOptions& opti
 }
 
 namespace {
-
-// Compares every reference output with the target output of the same name, each by its own rule
-// (checks/compare.hpp), then attributes, applies fallback warnings and localises. May throw: the
-// caller turns that into an `error`.
-void judge_case(const Workload& w, const ExecuteOptions& options, const Outputs& ref_out, const Outputs& tgt_out,
-                c10::Device device, c10::ScalarType dtype, const Tolerance& tol, WarningRecorder& warnings,
-                CachedReference& cached, bool& cache_dirty, CaseResult& r) {
-  // Determinism: a reference that differs from itself must not be blamed on the target. Only the
-  // output that differed is widened, by its own spread.
-  std::map<std::string, Tolerance> tols;
-  for (const auto& o : ref_out) tols[o.name] = tol;
-  for (const auto& [name, spread] : cached.spreads) {
-    if (!tols.count(name)) continue;
-    r.nondeterministic = true;
-    tols[name] = widened_for_spread(tol, spread);
-    r.atol = std::max(r.atol, tols[name].atol);
-  }
-
-  const auto target_outputs = outputs_by_name(tgt_out);
-  const auto reference_outputs = outputs_by_name(ref_out);
-  auto target_by_name = by_name(tgt_out);
-  const double unit = 2 * unit_roundoff(dtype);
-  for (const auto& o : ref_out) {
-    auto it = target_outputs.find(o.name);
-    const Output* t = it == target_outputs.end() ? nullptr : it->second;
-    const at::Tensor tv = t ? t->value : at::Tensor();
-    OutputReport rep;
-    if (o.standard_error.defined())
-      rep = compare_statistics(o.name, o.value, tv, o.standard_error, t ? t->standard_error : at::Tensor(),
-                               kStatisticSigmas, unit);
-    else if (t && t->indexes_into.defined())
-      rep = compare_index(o.name, o.value, tv, t->indexes_into, t->index_dim, t->index_flat);
-    else {
-      // Reduced precision: the plain tolerance's atol is a few rounding units of this output's own
-      // scale, and a signed bias the elements hide is screened for and sent to float64.
-      const bool reduced = dtype == c10::kHalf || dtype == c10::kBFloat16;
-      if (reduced) {
-        tols[o.name] = scaled_to_output(tols[o.name], dtype, finite_rms(o.value), w.family(), o.name);
-        // A parameter's update is the difference of two parameters, each rounded to the dtype: it
-        // carries the rounding of the parameter, not of the update (Adam moves a weight of 0.05 by
-        // 1e-3, a quarter of a bfloat16 unit there). Its atol is that of the parameter's own scale.
-        // Without a witness (a CPU target), a network's first-step gradients and its updates
-        // carry the roundings of every layer between taps on the way back, which no float32
-        // baseline follows: they keep the trajectory rule there. On accelerators the CPU's own
-        // run in the dtype witnesses them, and a broken backward or optimizer step is caught.
-        if (is_training_state(o.name) && w.kind() == Kind::Model && device.type() == c10::kCPU)
-          tols[o.name] = as_trajectory(tols[o.name]);
-        else if (o.name.rfind("update/", 0) == 0) {
-          const auto param = reference_outputs.find("param/" + o.name.substr(7));
-          if (param != reference_outputs.end())
-            tols[o.name].atol = std::max(tols[o.name].atol,
-                                         kScaleRoundingUnits * unit_roundoff(dtype) * finite_rms(param->second->value));
-        }
-      }
-      rep = compare_tensors(o.name, o.value, tv, tols[o.name], dtype);
-      if (reduced && rep.ok && !tols[o.name].trajectory && tv.defined() && tv.is_floating_point() &&
-          o.value.is_floating_point()) {
-        const SignedBias b = signed_bias(o.value, tv);
-        if (std::abs(b.mean) > kBiasScreenUnits * unit_roundoff(dtype)) {
-          rep.ok = false;
-          rep.note = fmt::format("the target is {:.2g}% too {} on average against the float32 reference "
-                                 "(standard error {:.2g}%), more than rounding in {} should give",
-                                 100 * std::abs(b.mean), b.mean > 0 ? "large" : "small", 100 * b.se,
-                                 dtype == c10::kHalf ? "float16" : "bfloat16");
-        }
-      }
-    }
-    if (!t) rep.note = "the target did not produce this output";
-    r.outputs.push_back(std::move(rep));
-  }
-  // An output only the target gives is a difference too (a list that grows on the target).
-  for (const auto& o : tgt_out) {
-    if (reference_outputs.count(o.name)) continue;
-    OutputReport rep;
-    rep.name = o.name;
-    rep.ok = false;
-    rep.note = "the target produced this output and the reference did not";
-    r.outputs.push_back(std::move(rep));
-  }
-  Verdict v = judge_outputs(r.outputs);
-  if ((v.status == Status::Mismatch || v.status == Status::Nan) && w.has_gold())
-    attribute(w, options, ref_out, target_by_name, device, dtype, tols, r, v, warnings, cached, cache_dirty);
-  apply_fallback(warnings.target(), v);
-  r.status = v.status;
-  r.message = v.message;
-  if (r.nondeterministic)
-    r.message += std::string(r.message.empty() ? "" : "; ") +
-                 "the CPU reference differs from itself between runs: that output's tolerance widened to twice its spread";
-  if (w.kind() == Kind::Model && (r.status == Status::Mismatch || r.status == Status::Nan)) {
-    warnings.set_side(Side::Reference);
-    localise(w, options, device, dtype, tol, r);
-  }
-}
 
 // The spread of every output that differs between the reference and a second, fresh reference
 // instance built from the same seed (empty for random workloads, which are compared by
@@ -511,6 +149,101 @@ std::optional<CacheKey> cache_key(const RegisteredWorkload& rw, const ExecuteOpt
   return k;
 }
 
+// The verdict on a case whose CPU float32 reference raised `msg`. Only a clear "the CPU lacks
+// this" (an unsupported-looking message that names the CPU) skips the case; anything else is a bug
+// in the case or in mpscheck, and a skip would silently remove the case from every report.
+void reference_failed(const Workload& w, const std::string& msg, CaseResult& r) {
+  r.phase = "reference";
+  std::string lower = msg;
+  std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
+  if (classify_exception(msg) == Status::Unsupported && lower.find("cpu") != std::string::npos) {
+    r.status = Status::Skip;
+    r.message = "the CPU float32 reference cannot run this case: " + msg;
+  } else if (is_torchscript(w)) {
+    // The user's model raised: its own error, with its cause, not a fault of the inputs' shape.
+    r.status = Status::Error;
+    r.message = "the model raised on the CPU float32 reference (its own error, not the target's): " + msg;
+  } else {
+    r.status = Status::Error;
+    r.message = "the CPU float32 reference failed (a bug in the case or in mpscheck, not the target): " + msg;
+  }
+}
+
+// The judge's host (checks/judge.hpp): the case's other runs, in this worker, with the gold run
+// kept with the cached reference.
+class WorkerCaseHost final : public CaseHost {
+ public:
+  WorkerCaseHost(const Workload& w, const ExecuteOptions& options, WarningRecorder& warnings, CachedReference& cached,
+                 bool& cache_dirty)
+      : w_(w), options_(options), warnings_(warnings), cached_(cached), cache_dirty_(cache_dirty) {}
+  void enter_phase(const char* phase) override {
+    mpscheck::enter_phase(phase);
+    // The float64 phase runs the gold and the witnesses; localisation traces every side, each
+    // trace's warnings told as the reference's.
+    if (std::string(phase) == "float64") warnings_.set_side(Side::Gold);
+    else if (std::string(phase) == "localisation") warnings_.set_side(Side::Reference);
+  }
+  Outputs run(const Placement& where, const char* what) override {
+    return owned(w_.instantiate(options_.setup, where)->run(), what);
+  }
+  Outputs trace(const Placement& where) override { return w_.instantiate(options_.setup, where)->trace_layers(); }
+  std::map<std::string, at::Tensor> gold() override {
+    if (cached_.gold.empty()) {
+      cached_.gold = by_name(run(Placement{c10::Device(c10::kCPU), c10::kDouble, Side::Gold}, "gold"));
+      cache_dirty_ = true;
+    }
+    return cached_.gold;
+  }
+  std::vector<std::string> target_warnings() override { return warnings_.target(); }
+
+ private:
+  const Workload& w_;
+  const ExecuteOptions& options_;
+  WarningRecorder& warnings_;
+  CachedReference& cached_;
+  bool& cache_dirty_;
+};
+
+// Both sides have run: the reference's determinism (once per cached reference), then the
+// judgement. What fails here is mpscheck's, not the target's.
+void compare_sides(const Workload& w, const ExecuteOptions& options, const Outputs& ref_out, const Outputs& tgt_out,
+                   c10::Device device, c10::ScalarType dtype, const Tolerance& tol,
+                   const std::function<std::unique_ptr<Instance>()>& make_reference, WarningRecorder& warnings,
+                   CachedReference& cached, bool& cache_dirty, CaseResult& r) {
+  try {
+    if (!cached.determinism_checked) {
+      enter_phase("reference");
+      cached.spreads = reference_spreads(w, make_reference, ref_out, warnings);
+      cached.determinism_checked = true;
+      cache_dirty = true;
+    }
+    enter_phase("comparison");
+    if (ref_out.empty()) {
+      // Nothing compared is nothing checked: never a pass.
+      r.status = Status::Error;
+      r.phase = "comparison";
+      r.message = fmt::format("the case has no output to compare (the target gave {}); a case that compares "
+                              "nothing cannot pass",
+                              tgt_out.empty() ? "none either" : fmt::format("{} named {}", tgt_out.size(),
+                                                                            tgt_out.front().name));
+    } else if (std::string why = nondeterminism_error(ref_out, cached.spreads, tol); !why.empty()) {
+      r.status = Status::Error;
+      r.phase = "reference";
+      r.nondeterministic = true;
+      r.message = why;
+    } else {
+      WorkerCaseHost host(w, options, warnings, cached, cache_dirty);
+      judge_case(w, host, ref_out, tgt_out, device, dtype, tol, cached.spreads, r);
+    }
+  } catch (...) {
+    // Comparison, gold and localisation run after the target: their failure is not the target's.
+    r.status = Status::Error;
+    r.phase = current_phase();
+    r.message = fmt::format("mpscheck failed in its own {} phase, after the target ran (not the target's failure): {}",
+                            current_phase(), exception_text(std::current_exception()));
+  }
+}
+
 CaseResult execute_case_inner(const RegisteredWorkload& rw, const ExecuteOptions& options, WarningRecorder& warnings) {
   const Workload& w = *rw.workload;
   CaseResult r;
@@ -541,24 +274,7 @@ CaseResult execute_case_inner(const RegisteredWorkload& rw, const ExecuteOptions
       ref = make_reference();
       ref_out = owned(ref->run(), "reference");
     } catch (...) {
-      const std::string msg = exception_text(std::current_exception());
-      r.phase = "reference";
-      // Only a clear "the CPU lacks this" (an unsupported-looking message that names the CPU)
-      // skips the case; anything else is a bug in the case or in mpscheck, and a skip would
-      // silently remove the case from every report.
-      std::string lower = msg;
-      std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
-      if (classify_exception(msg) == Status::Unsupported && lower.find("cpu") != std::string::npos) {
-        r.status = Status::Skip;
-        r.message = "the CPU float32 reference cannot run this case: " + msg;
-      } else if (is_torchscript(w)) {
-        // The user's model raised: its own error, with its cause, not a fault of the inputs' shape.
-        r.status = Status::Error;
-        r.message = "the model raised on the CPU float32 reference (its own error, not the target's): " + msg;
-      } else {
-        r.status = Status::Error;
-        r.message = "the CPU float32 reference failed (a bug in the case or in mpscheck, not the target): " + msg;
-      }
+      reference_failed(w, exception_text(std::current_exception()), r);
       return r;
     }
     cached.emplace();
@@ -589,37 +305,7 @@ CaseResult execute_case_inner(const RegisteredWorkload& rw, const ExecuteOptions
   r.memory = memory.figures();
 
   const auto compare_start = Clock::now();
-  try {
-    if (!cached->determinism_checked) {
-      enter_phase("reference");
-      cached->spreads = reference_spreads(w, make_reference, ref_out, warnings);
-      cached->determinism_checked = true;
-      cache_dirty = true;
-    }
-    enter_phase("comparison");
-    if (ref_out.empty()) {
-      // Nothing compared is nothing checked: never a pass.
-      r.status = Status::Error;
-      r.phase = "comparison";
-      r.message = fmt::format("the case has no output to compare (the target gave {}); a case that compares "
-                              "nothing cannot pass",
-                              tgt_out.empty() ? "none either" : fmt::format("{} named {}", tgt_out.size(),
-                                                                            tgt_out.front().name));
-    } else if (std::string why = nondeterminism_error(ref_out, cached->spreads, tol); !why.empty()) {
-      r.status = Status::Error;
-      r.phase = "reference";
-      r.nondeterministic = true;
-      r.message = why;
-    } else {
-      judge_case(w, options, ref_out, tgt_out, device, dtype, tol, warnings, *cached, cache_dirty, r);
-    }
-  } catch (...) {
-    // Comparison, gold and localisation run after the target: their failure is not the target's.
-    r.status = Status::Error;
-    r.phase = t_phase;
-    r.message = fmt::format("mpscheck failed in its own {} phase, after the target ran (not the target's failure): {}",
-                            t_phase, exception_text(std::current_exception()));
-  }
+  compare_sides(w, options, ref_out, tgt_out, device, dtype, tol, make_reference, warnings, *cached, cache_dirty, r);
   r.compare_s = seconds_since(compare_start);
   warnings.pause();
 

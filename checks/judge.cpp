@@ -1,0 +1,307 @@
+// A case's judgement once both sides have run: every output by its rule, the float64 attribution
+// of what fails, and the layer a failing model first diverges at.
+#include "checks/judge.hpp"
+
+#include "checks/compare.hpp"
+#include "checks/errors.hpp"
+#include "checks/verdict.hpp"
+
+#include <c10/util/Exception.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace mpscheck {
+
+std::string exception_text(std::exception_ptr p) {
+  try {
+    std::rethrow_exception(p);
+  } catch (const c10::Error& e) {
+    return tidy_exception_message(e.what_without_backtrace());
+  } catch (const std::exception& e) {
+    return tidy_exception_message(e.what());
+  } catch (...) {
+    return "unknown exception (not derived from std::exception)";
+  }
+}
+
+std::map<std::string, at::Tensor> by_name(const Outputs& outs) {
+  std::map<std::string, at::Tensor> m;
+  for (const auto& o : outs) m[o.name] = o.value;
+  return m;
+}
+
+std::map<std::string, const Output*> outputs_by_name(const Outputs& outs) {
+  std::map<std::string, const Output*> m;
+  for (const auto& o : outs) m[o.name] = &o;
+  return m;
+}
+
+Outputs owned(Outputs outs, const char* side) {
+  std::set<std::string> names;
+  for (auto& o : outs) {
+    if (!names.insert(o.name).second)
+      throw std::runtime_error(fmt::format("the {} gave two outputs named {}; each output needs its own name", side,
+                                           o.name));
+    if (o.value.defined()) o.value = o.value.detach().clone();
+    if (o.indexes_into.defined()) o.indexes_into = o.indexes_into.detach().clone();
+    if (o.standard_error.defined()) o.standard_error = o.standard_error.detach().clone();
+  }
+  return outs;
+}
+
+namespace {
+
+// Runs the CPU float64 gold and decides, for every failing output, whether the target or float32
+// itself is the fragile side (checks/verdict.hpp). Turns the verdict into pass when float32 is.
+void attribute(const Workload& w, CaseHost& host, const Outputs& ref_out,
+               const std::map<std::string, at::Tensor>& target_by_name, c10::Device device, c10::ScalarType dtype,
+               const std::map<std::string, Tolerance>& tols, CaseResult& r, Verdict& v) {
+  std::map<std::string, at::Tensor> gold;
+  host.enter_phase("float64");
+  try {
+    gold = host.gold();
+  } catch (...) {
+    v.message += "; no float64 gold run to attribute it (" + exception_text(std::current_exception()) + ")";
+    r.attribution = "target";
+    return;
+  }
+  std::map<std::string, at::Tensor> ref_by_name = by_name(ref_out);
+  // For reduced precision: the same case from inputs and weights rounded to that dtype.
+  std::map<std::string, at::Tensor> rounded;
+  if (dtype == c10::kHalf || dtype == c10::kBFloat16) {
+    try {
+      Placement p{c10::Device(c10::kCPU), c10::kFloat, Side::Reference};
+      p.round_inputs_to = dtype;
+      rounded = by_name(host.run(p, "rounded reference"));
+    } catch (...) {
+    }
+  }
+  // On an accelerator, the CPU's own run in that dtype witnesses what honest rounding of every
+  // intermediate gives (checks/compare.hpp). On a CPU target it would be the target itself. A CPU
+  // without a kernel for the dtype gives no witness, and the rule stands on the baseline alone.
+  std::map<std::string, at::Tensor> witness;
+  if ((dtype == c10::kHalf || dtype == c10::kBFloat16) && device.type() != c10::kCPU) {
+    try {
+      witness = by_name(host.run(Placement{c10::Device(c10::kCPU), dtype, Side::Reference}, "CPU witness"));
+    } catch (...) {
+    }
+  }
+  std::vector<OutputAttribution> failing;
+  for (auto& o : r.outputs) {
+    if (o.ok) continue;
+    OutputAttribution f{&o, {}};
+    auto g = gold.find(o.name);
+    auto t = target_by_name.find(o.name);
+    // Exact, index, statistics and dtype findings are contracts float64 cannot excuse. An exact
+    // (integer/bool) output of a float16/bfloat16 target may only equal, exactly, what float32
+    // gives from inputs rounded to that dtype: a comparison of two values that round to the same.
+    const bool by_value = o.rule.empty() && o.note.rfind("dtype differs", 0) != 0;
+    auto rd = rounded.find(o.name);
+    if (o.rule == "exact" && rd != rounded.end() && t != target_by_name.end() &&
+        compare_tensors(o.name, rd->second, t->second, Tolerance{0, 0}).ok) {
+      f.attribution.target_ok = true;  // no figures: nothing to take an RMSE of
+      o.note = "equal to the float32 result from inputs rounded to " + std::string(c10::toString(dtype));
+    } else if (by_value && g != gold.end() && t != target_by_name.end()) {
+      auto wd = witness.find(o.name);
+      f.attribution = attribute_with_gold(g->second, ref_by_name[o.name], t->second, dtype, tols.at(o.name),
+                                          rd == rounded.end() ? at::Tensor() : rd->second,
+                                          wd == witness.end() ? at::Tensor() : wd->second);
+    }
+    failing.push_back(f);
+  }
+  // A witnessed training case's gradients and updates are judged as a family (checks/verdict.hpp).
+  const std::string family = w.kind() == Kind::Model ? judge_training_family(failing, gold, ref_by_name, rounded, witness,
+                                                                             target_by_name, tols, dtype)
+                                                     : std::string();
+  decide_attribution(failing, v, r.attribution);
+  if (v.status != Status::Pass) v.message += family;
+}
+
+// A trace's layer outputs by (name, call): a network may run one layer several times in a pass
+// (DCGAN's D scores real images, then fakes twice), and only its k-th call on one side is its
+// k-th call on the other.
+std::map<std::pair<std::string, int>, at::Tensor> layers_by_call(const Outputs& layers) {
+  std::map<std::pair<std::string, int>, at::Tensor> m;
+  std::map<std::string, int> calls;
+  for (const auto& o : layers) m[{o.name, calls[o.name]++}] = o.value;
+  return m;
+}
+
+// One side's layer trace, by (name, call); empty when that side cannot be traced (no kernel for
+// the dtype on the CPU, say), and the rule then stands on the witnesses it has.
+std::map<std::pair<std::string, int>, at::Tensor> trace_or_empty(CaseHost& host, const Placement& where) {
+  try {
+    return layers_by_call(host.trace(where));
+  } catch (...) {
+    return {};
+  }
+}
+
+// Names the first traced layer whose output diverges between reference and target, judged like
+// the case itself: plain tolerance, then the float64 attribution with the same honest witnesses
+// (for float16/bfloat16, float32 from rounded inputs and weights with every layer's output
+// rounded, and on an accelerator the CPU's own run in that dtype), so a report points at an op
+// and never at a layer whose error is honest rounding.
+void localise(const Workload& w, CaseHost& host, c10::Device device, c10::ScalarType dtype, const Tolerance& tol,
+              CaseResult& r) {
+  Outputs ref_layers, tgt_layers;
+  host.enter_phase("localisation");
+  try {
+    ref_layers = host.trace(Placement{c10::Device(c10::kCPU), c10::kFloat, Side::Reference});
+    if (ref_layers.empty()) return;
+    tgt_layers = host.trace(Placement{device, dtype, Side::Target});
+  } catch (...) {
+    r.message += "; layer tracing failed (" + exception_text(std::current_exception()) + ")";
+    return;
+  }
+  const auto target_by_call = layers_by_call(tgt_layers);
+  // The float64 trace and the honest witnesses, traced once, at the first layer that needs them.
+  bool witnesses_traced = false;
+  std::map<std::pair<std::string, int>, at::Tensor> gold_by_call, rounded_by_call, witness_by_call;
+  auto trace_witnesses = [&] {
+    if (witnesses_traced) return;
+    witnesses_traced = true;
+    gold_by_call = trace_or_empty(host, Placement{c10::Device(c10::kCPU), c10::kDouble, Side::Gold});
+    if (dtype == c10::kHalf || dtype == c10::kBFloat16) {
+      Placement p{c10::Device(c10::kCPU), c10::kFloat, Side::Reference};
+      p.round_inputs_to = dtype;
+      rounded_by_call = trace_or_empty(host, p);
+      if (device.type() != c10::kCPU)
+        witness_by_call = trace_or_empty(host, Placement{c10::Device(c10::kCPU), dtype, Side::Reference});
+    }
+  };
+  auto find = [](const std::map<std::pair<std::string, int>, at::Tensor>& m, const std::pair<std::string, int>& k) {
+    auto it = m.find(k);
+    return it == m.end() ? at::Tensor() : it->second;
+  };
+  std::map<std::string, int> calls;  // of each layer so far in the reference's trace
+  for (const auto& layer : ref_layers) {
+    const int call = calls[layer.name]++;
+    auto t = target_by_call.find({layer.name, call});
+    if (t == target_by_call.end()) continue;
+    OutputReport rep = compare_tensors(layer.name, layer.value, t->second, tol, dtype);
+    if (rep.ok) continue;
+    Attribution a;
+    if (w.has_gold() && rep.rule.empty()) {
+      trace_witnesses();
+      const std::pair<std::string, int> key{layer.name, call};
+      if (const at::Tensor g = find(gold_by_call, key); g.defined()) {
+        a = attribute_with_gold(g, layer.value, t->second, dtype, tol, find(rounded_by_call, key),
+                                find(witness_by_call, key));
+        if (a.measured) rep.rmse_reference = a.rmse_reference, rep.rmse_target = a.rmse_target;
+      }
+    }
+    if (!layer_diverges(rep, &a)) continue;  // an honest side is as far from float64 here
+    r.first_diverging_layer = layer.name;
+    r.first_diverging_layer_call = call + 1;
+    const int runs = std::count_if(ref_layers.begin(), ref_layers.end(), [&](const Output& o) { return o.name == layer.name; });
+    r.message += fmt::format("; first diverging layer: {}{} ({} of {} elements, max abs error {:.3g})", layer.name,
+                             runs > 1 ? fmt::format(" (call {} of {})", call + 1, runs) : std::string(), rep.mismatches,
+                             rep.numel, rep.max_abs);
+    r.layer = std::move(rep);
+    return;
+  }
+  r.message += "; every traced layer agrees in the first pass from the initial weights (forward, and backward for "
+               "training): the divergence builds up over training steps (the optimizer, or error that compounds)";
+}
+
+}  // namespace
+
+void judge_case(const Workload& w, CaseHost& host, const Outputs& ref_out, const Outputs& tgt_out, c10::Device device,
+                c10::ScalarType dtype, const Tolerance& tol, const std::map<std::string, double>& spreads,
+                CaseResult& r) {
+  // Determinism: a reference that differs from itself must not be blamed on the target. Only the
+  // output that differed is widened, by its own spread.
+  std::map<std::string, Tolerance> tols;
+  for (const auto& o : ref_out) tols[o.name] = tol;
+  for (const auto& [name, spread] : spreads) {
+    if (!tols.count(name)) continue;
+    r.nondeterministic = true;
+    tols[name] = widened_for_spread(tol, spread);
+    r.atol = std::max(r.atol, tols[name].atol);
+  }
+
+  const auto target_outputs = outputs_by_name(tgt_out);
+  const auto reference_outputs = outputs_by_name(ref_out);
+  auto target_by_name = by_name(tgt_out);
+  const double unit = 2 * unit_roundoff(dtype);
+  for (const auto& o : ref_out) {
+    auto it = target_outputs.find(o.name);
+    const Output* t = it == target_outputs.end() ? nullptr : it->second;
+    const at::Tensor tv = t ? t->value : at::Tensor();
+    OutputReport rep;
+    if (o.standard_error.defined())
+      rep = compare_statistics(o.name, o.value, tv, o.standard_error, t ? t->standard_error : at::Tensor(),
+                               kStatisticSigmas, unit);
+    else if (t && t->indexes_into.defined())
+      rep = compare_index(o.name, o.value, tv, t->indexes_into, t->index_dim, t->index_flat);
+    else {
+      // Reduced precision: the plain tolerance's atol is a few rounding units of this output's own
+      // scale, and a signed bias the elements hide is screened for and sent to float64.
+      const bool reduced = dtype == c10::kHalf || dtype == c10::kBFloat16;
+      if (reduced) {
+        tols[o.name] = scaled_to_output(tols[o.name], dtype, finite_rms(o.value), w.family(), o.name);
+        // A parameter's update is the difference of two parameters, each rounded to the dtype: it
+        // carries the rounding of the parameter, not of the update (Adam moves a weight of 0.05 by
+        // 1e-3, a quarter of a bfloat16 unit there). Its atol is that of the parameter's own scale.
+        // Without a witness (a CPU target), a network's first-step gradients and its updates
+        // carry the roundings of every layer between taps on the way back, which no float32
+        // baseline follows: they keep the trajectory rule there. On accelerators the CPU's own
+        // run in the dtype witnesses them, and a broken backward or optimizer step is caught.
+        if (is_training_state(o.name) && w.kind() == Kind::Model && device.type() == c10::kCPU)
+          tols[o.name] = as_trajectory(tols[o.name]);
+        else if (o.name.rfind("update/", 0) == 0) {
+          const auto param = reference_outputs.find("param/" + o.name.substr(7));
+          if (param != reference_outputs.end())
+            tols[o.name].atol = std::max(tols[o.name].atol,
+                                         kScaleRoundingUnits * unit_roundoff(dtype) * finite_rms(param->second->value));
+        }
+      }
+      rep = compare_tensors(o.name, o.value, tv, tols[o.name], dtype);
+      if (reduced && rep.ok && !tols[o.name].trajectory && tv.defined() && tv.is_floating_point() &&
+          o.value.is_floating_point()) {
+        const SignedBias b = signed_bias(o.value, tv);
+        if (std::abs(b.mean) > kBiasScreenUnits * unit_roundoff(dtype)) {
+          rep.ok = false;
+          rep.note = fmt::format("the target is {:.2g}% too {} on average against the float32 reference "
+                                 "(standard error {:.2g}%), more than rounding in {} should give",
+                                 100 * std::abs(b.mean), b.mean > 0 ? "large" : "small", 100 * b.se,
+                                 dtype == c10::kHalf ? "float16" : "bfloat16");
+        }
+      }
+    }
+    if (!t) rep.note = "the target did not produce this output";
+    r.outputs.push_back(std::move(rep));
+  }
+  // An output only the target gives is a difference too (a list that grows on the target).
+  for (const auto& o : tgt_out) {
+    if (reference_outputs.count(o.name)) continue;
+    OutputReport rep;
+    rep.name = o.name;
+    rep.ok = false;
+    rep.note = "the target produced this output and the reference did not";
+    r.outputs.push_back(std::move(rep));
+  }
+  Verdict v = judge_outputs(r.outputs);
+  if ((v.status == Status::Mismatch || v.status == Status::Nan) && w.has_gold())
+    attribute(w, host, ref_out, target_by_name, device, dtype, tols, r, v);
+  apply_fallback(host.target_warnings(), v);
+  r.status = v.status;
+  r.message = v.message;
+  if (r.nondeterministic)
+    r.message += std::string(r.message.empty() ? "" : "; ") +
+                 "the CPU reference differs from itself between runs: that output's tolerance widened to twice its spread";
+  if (w.kind() == Kind::Model && (r.status == Status::Mismatch || r.status == Status::Nan)) {
+    localise(w, host, device, dtype, tol, r);
+  }
+}
+
+}  // namespace mpscheck

@@ -1,0 +1,125 @@
+// The judge (checks/judge.hpp) behind its one seam, CaseHost: what it asks the host for, and when.
+#include "checks/judge.hpp"
+
+#include <gtest/gtest.h>
+
+#include <stdexcept>
+
+using namespace mpscheck;
+
+namespace {
+
+class NoInstance final : public Instance {
+ public:
+  Outputs run() override { return {}; }
+};
+
+class OneOutputWorkload final : public Workload {
+ public:
+  std::string id() const override { return "op/test/judge/f32/contiguous/forward"; }
+  Kind kind() const override { return Kind::Op; }
+  std::unique_ptr<Instance> instantiate(const Setup&, const Placement&) const override {
+    return std::make_unique<NoInstance>();
+  }
+};
+
+// A host that hands out a fixed gold run (or fails to) and counts what the judge asked for.
+class FakeHost final : public CaseHost {
+ public:
+  explicit FakeHost(at::Tensor gold, bool gold_fails = false) : gold_(std::move(gold)), gold_fails_(gold_fails) {}
+  void enter_phase(const char* phase) override { phases.emplace_back(phase); }
+  Outputs run(const Placement&, const char*) override {
+    ++runs;
+    throw std::runtime_error("no other side in this test");
+  }
+  Outputs trace(const Placement&) override { return {}; }
+  std::map<std::string, at::Tensor> gold() override {
+    ++gold_calls;
+    if (gold_fails_) throw std::runtime_error("float64 kernel missing");
+    return {{"out", gold_}};
+  }
+  std::vector<std::string> target_warnings() override { return {}; }
+  int gold_calls = 0, runs = 0;
+  std::vector<std::string> phases;
+
+ private:
+  at::Tensor gold_;
+  bool gold_fails_;
+};
+
+const Tolerance kTol{1.3e-6, 1e-5};
+
+// float64 truth, a float32 reference 1e-3 off it on one element, and a target equal to the truth.
+struct Sides {
+  at::Tensor gold = at::linspace(1, 2, 64, at::kDouble);
+  at::Tensor reference = gold.to(at::kFloat).clone();
+  Sides() { reference[7] += 1e-3; }
+};
+
+}  // namespace
+
+TEST(Judge, AnOutputThatAgreesNeedsNoGoldRun) {
+  const OneOutputWorkload w;
+  const Sides s;
+  FakeHost host(s.gold);
+  CaseResult r;
+  judge_case(w, host, {Output("out", s.reference)}, {Output("out", s.reference.clone())}, c10::Device(c10::kCPU),
+             c10::kFloat, kTol, {}, r);
+  EXPECT_EQ(r.status, Status::Pass);
+  EXPECT_EQ(host.gold_calls, 0);
+  EXPECT_TRUE(host.phases.empty());
+}
+
+// The judge asks the host for gold, in the float64 phase, and passes a target that float64 shows
+// is the better side; the same disagreement with the target on the wrong side stays a mismatch.
+TEST(Judge, GoldComesFromTheHostAndDecidesWhichSideIsFragile) {
+  const OneOutputWorkload w;
+  const Sides s;
+  {
+    FakeHost host(s.gold);
+    CaseResult r;
+    judge_case(w, host, {Output("out", s.reference)}, {Output("out", s.gold.to(at::kFloat))}, c10::Device(c10::kCPU),
+               c10::kFloat, kTol, {}, r);
+    EXPECT_EQ(r.status, Status::Pass) << r.message;
+    EXPECT_EQ(r.attribution, "float32");
+    EXPECT_EQ(host.gold_calls, 1);
+    ASSERT_FALSE(host.phases.empty());
+    EXPECT_EQ(host.phases.front(), "float64");
+  }
+  {
+    FakeHost host(s.gold);
+    CaseResult r;
+    at::Tensor wrong = s.gold.to(at::kFloat).clone();
+    wrong[7] -= 1e-3;
+    judge_case(w, host, {Output("out", s.gold.to(at::kFloat))}, {Output("out", wrong)}, c10::Device(c10::kCPU),
+               c10::kFloat, kTol, {}, r);
+    EXPECT_EQ(r.status, Status::Mismatch) << r.message;
+    EXPECT_EQ(r.attribution, "target");
+  }
+}
+
+// A gold run that fails forgives nothing: the mismatch stands and says why it was not attributed.
+TEST(Judge, AFailedGoldRunLeavesTheMismatchAndSaysSo) {
+  const OneOutputWorkload w;
+  const Sides s;
+  FakeHost host(s.gold, /*gold_fails=*/true);
+  CaseResult r;
+  judge_case(w, host, {Output("out", s.reference)}, {Output("out", s.gold.to(at::kFloat))}, c10::Device(c10::kCPU),
+             c10::kFloat, kTol, {}, r);
+  EXPECT_EQ(r.status, Status::Mismatch);
+  EXPECT_NE(r.message.find("no float64 gold run to attribute it (float64 kernel missing)"), std::string::npos)
+      << r.message;
+}
+
+// A reference that differed from itself is judged with that output's tolerance widened to the spread.
+TEST(Judge, AReferenceSpreadWidensOnlyThatOutput) {
+  const OneOutputWorkload w;
+  const Sides s;
+  FakeHost host(s.gold, /*gold_fails=*/true);
+  CaseResult r;
+  judge_case(w, host, {Output("out", s.reference)}, {Output("out", s.gold.to(at::kFloat))}, c10::Device(c10::kCPU),
+             c10::kFloat, kTol, {{"out", 1e-3}}, r);
+  EXPECT_EQ(r.status, Status::Pass) << r.message;
+  EXPECT_TRUE(r.nondeterministic);
+  EXPECT_EQ(host.gold_calls, 0);
+}
