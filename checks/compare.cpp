@@ -97,10 +97,11 @@ OutputReport compare_tensors(const std::string& name, const at::Tensor& referenc
   const bool complex = c10::isComplexType(rt) || c10::isComplexType(tt);
   // Integer and bool results are exact contracts, whatever the compute dtype's tolerance.
   const Tolerance tol = is_integral(rt) ? Tolerance{0, 0} : tol_in;
-  if (integral) o.rule = "exact";
+  if (integral) o.rule = Rule::Exact;
   auto finish = [&] {
     if (!dtype_ok) {
       o.ok = false;
+      o.dtype_differs = true;
       o.note = fmt::format("dtype differs: reference {} vs target {}{}", o.reference_dtype, o.target_dtype,
                            o.note.empty() ? "" : "; " + o.note);
     }
@@ -173,7 +174,7 @@ OutputReport compare_tensors(const std::string& name, const at::Tensor& referenc
   o.reference_value = value_at(ref, shown);
   o.target_value = value_at(tgt, shown);
   if (complex) {
-    o.rule = "complex";
+    o.rule = Rule::Complex;
     o.note = fmt::format("complex values at {}: reference {}, target {}", index_string(shown, o.shape),
                          complex_at(ref, shown), complex_at(tgt, shown));
   } else if (o.mismatches > 0 && o.first_mismatch >= 0 && shown != worst) {
@@ -186,10 +187,11 @@ OutputReport compare_index(const std::string& name, const at::Tensor& reference,
                            const at::Tensor& source, std::int64_t dim, bool flat) {
   OutputReport o;
   o.name = name;
-  o.rule = "index";
+  o.rule = Rule::Index;
   if (!prepare(o, reference, target)) return o;
   if (reference.scalar_type() != target.scalar_type()) {
     o.ok = false;
+    o.dtype_differs = true;
     o.note = fmt::format("dtype differs: reference {} vs target {}", o.reference_dtype, o.target_dtype);
     return o;
   }
@@ -249,7 +251,7 @@ OutputReport compare_statistics(const std::string& name, const at::Tensor& refer
   const c10::ScalarType any_float = target.defined() && c10::isFloatingType(target.scalar_type())
                                         ? target.scalar_type() : c10::ScalarType::Undefined;
   OutputReport o = compare_tensors(name, reference, target, Tolerance{0, 0}, any_float);
-  o.rule = "statistics";
+  o.rule = Rule::Statistics;
   if (!reference.defined() || !target.defined() || reference.sizes() != target.sizes() || o.numel == 0) return o;
   at::NoGradGuard no_grad;
   const at::Tensor r = reference.detach().to(at::kCPU, at::kDouble).reshape({-1});
@@ -268,7 +270,7 @@ OutputReport compare_statistics(const std::string& name, const at::Tensor& refer
   // Non-finite statistics must agree exactly (compare_tensors above counted them).
   const at::Tensor bad = at::where(r.isfinite() & t.isfinite(), diff > allowed, ~(r.eq(t) | (r.isnan() & t.isnan())));
   o.mismatches = bad.sum().item<std::int64_t>();
-  o.ok = o.mismatches == 0 && o.note.rfind("dtype differs", 0) != 0;
+  o.ok = o.mismatches == 0 && !o.dtype_differs;
   if (o.ok) o.note.clear();
   o.first_mismatch = -1;
   if (o.mismatches > 0) {

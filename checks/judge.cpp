@@ -70,7 +70,7 @@ void attribute(const Workload& w, CaseHost& host, const Outputs& ref_out,
     gold = host.gold();
   } catch (...) {
     v.message += "; no float64 gold run to attribute it (" + exception_text(std::current_exception()) + ")";
-    r.attribution = "target";
+    r.attribution = Fragile::Target;
     return;
   }
   std::map<std::string, at::Tensor> ref_by_name = by_name(ref_out);
@@ -103,9 +103,9 @@ void attribute(const Workload& w, CaseHost& host, const Outputs& ref_out,
     // Exact, index, statistics and dtype findings are contracts float64 cannot excuse. An exact
     // (integer/bool) output of a float16/bfloat16 target may only equal, exactly, what float32
     // gives from inputs rounded to that dtype: a comparison of two values that round to the same.
-    const bool by_value = o.rule.empty() && o.note.rfind("dtype differs", 0) != 0;
+    const bool by_value = o.rule == Rule::Tolerance && !o.dtype_differs;
     auto rd = rounded.find(o.name);
-    if (o.rule == "exact" && rd != rounded.end() && t != target_by_name.end() &&
+    if (o.rule == Rule::Exact && rd != rounded.end() && t != target_by_name.end() &&
         compare_tensors(o.name, rd->second, t->second, Tolerance{0, 0}).ok) {
       f.attribution.target_ok = true;  // no figures: nothing to take an RMSE of
       o.note = "equal to the float32 result from inputs rounded to " + std::string(c10::toString(dtype));
@@ -190,7 +190,7 @@ void localise(const Workload& w, CaseHost& host, c10::Device device, c10::Scalar
     OutputReport rep = compare_tensors(layer.name, layer.value, t->second, tol, dtype);
     if (rep.ok) continue;
     Attribution a;
-    if (w.has_gold() && rep.rule.empty()) {
+    if (w.has_gold() && rep.rule == Rule::Tolerance) {
       trace_witnesses();
       const std::pair<std::string, int> key{layer.name, call};
       if (const at::Tensor g = find(gold_by_call, key); g.defined()) {

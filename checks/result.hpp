@@ -19,6 +19,19 @@ namespace mpscheck {
 // one: the target did not run the op).
 bool is_finding(Status s);
 
+// How an output was judged when not by the plain tolerance: exactly (integer/bool), on both
+// parts (complex), by what an index selects, or by sampling error (random statistics).
+enum class Rule { Tolerance, Exact, Complex, Index, Statistics };
+// The side a CPU float64 run showed to be fragile, when one was needed: float32's own, or the target's.
+enum class Fragile { Unknown, Float32, Target };
+namespace names {
+// Their names in report.json; index = enum value ("" is not written).
+inline constexpr const char* kRule[] = {"", "exact", "complex", "index", "statistics"};
+inline constexpr const char* kFragile[] = {"", "float32", "target"};
+}  // namespace names
+inline const char* to_string(Rule r) { return names::kRule[static_cast<int>(r)]; }
+inline const char* to_string(Fragile f) { return names::kFragile[static_cast<int>(f)]; }
+
 // Comparison figures for one named output.
 struct OutputReport {
   std::string name;
@@ -32,9 +45,10 @@ struct OutputReport {
   std::int64_t nan_reference = 0, inf_reference = 0, nan_target = 0, inf_target = 0;
   bool ok = true;
   std::string note;  // shape/dtype disagreements, statistics used, ...
-  // How the output was judged when not by the plain tolerance: "exact" (integer/bool),
-  // "index" (checked by what it points at), "statistics" (sampling error); empty otherwise.
-  std::string rule;
+  Rule rule = Rule::Tolerance;
+  // The target gave a dtype the reference's output may not come back in (a finding whatever the
+  // values; the note says which). Set by the comparison for the judge; not part of report.json.
+  bool dtype_differs = false;
   // Attribution against a CPU float64 gold run (only where it decided something; else < 0).
   double rmse_reference = -1, rmse_target = -1;
 };
@@ -94,9 +108,9 @@ struct CaseResult {
   // "comparison", "localisation", "timing"; empty for a case that ran to its verdict. Only a
   // failure in "target" is the target's; any other is an `error` of mpscheck's own run.
   std::string phase;
-  // "target" when the target is the fragile side, "float32" when float32 itself is (the float64
-  // gold run agrees with the target); empty when no gold run was needed.
-  std::string attribution;
+  // Target when the target is the fragile side, Float32 when float32 itself is (the float64 gold
+  // run agrees with the target); Unknown when no gold run was needed.
+  Fragile attribution = Fragile::Unknown;
   bool nondeterministic = false;  // the reference differed from itself between two runs
   // Every LibTorch warning raised while the case ran (reference, target, gold), deduplicated.
   std::vector<std::string> warnings;

@@ -62,7 +62,7 @@ void to_json(nlohmann::json& j, const OutputReport& o) {
        {"inf_target", o.inf_target},
        {"ok", o.ok}};
   if (!o.note.empty()) j["note"] = text(o.note);
-  if (!o.rule.empty()) j["rule"] = o.rule;
+  if (o.rule != Rule::Tolerance) j["rule"] = to_string(o.rule);
   if (o.rmse_reference >= 0) {
     j["rmse_reference_vs_gold"] = figure(o.rmse_reference);
     j["rmse_target_vs_gold"] = figure(o.rmse_target);
@@ -91,7 +91,7 @@ void from_json(const nlohmann::json& j, OutputReport& o) {
   o.inf_target = j.value("inf_target", std::int64_t{0});
   o.ok = j.value("ok", true);
   o.note = j.value("note", "");
-  o.rule = j.value("rule", "");
+  o.rule = names::parse<Rule>(names::kRule, j.value("rule", ""), "rule");
   if (j.contains("rmse_reference_vs_gold") && !j.at("rmse_reference_vs_gold").is_null()) {
     o.rmse_reference = figure_from(j.at("rmse_reference_vs_gold"));
     o.rmse_target = num("rmse_target_vs_gold");
@@ -141,7 +141,7 @@ void to_json(nlohmann::json& j, const CaseResult& r) {
        {"status", to_string(r.status)},            {"message", text(r.message)}, {"target", text(r.target)},
        {"dtype", r.dtype},   {"rtol", r.rtol},     {"atol", r.atol},       {"outputs", r.outputs},
        {"speedup", r.speedup}, {"speed_class", to_string(r.speed_class)},            {"wall_s", r.wall_s},
-       {"worker_s", r.worker_s}, {"compare_s", r.compare_s},              {"attribution", r.attribution},
+       {"worker_s", r.worker_s}, {"compare_s", r.compare_s},              {"attribution", to_string(r.attribution)},
        {"nondeterministic", r.nondeterministic}, {"recommendation", to_string(r.recommendation)}, {"reason", text(r.reason)}};
   j["timed"] = r.timed;
   if (!r.speed_note.empty()) j["speed_note"] = text(r.speed_note);
@@ -197,7 +197,7 @@ void from_json(const nlohmann::json& j, CaseResult& r) {
   r.phase = j.value("phase", "");
   r.worker_s = j.value("worker_s", 0.0);
   r.compare_s = j.value("compare_s", 0.0);
-  r.attribution = j.value("attribution", "");
+  r.attribution = names::parse<Fragile>(names::kFragile, j.value("attribution", ""), "attribution");
   r.nondeterministic = j.value("nondeterministic", false);
   r.warnings = j.value("warnings", std::vector<std::string>{});
   r.recommendation = recommendation_from_string(j.value("recommendation", ""));

@@ -54,7 +54,7 @@ Tolerance widened_for_spread(const Tolerance& tol, double spread) {
   return t;
 }
 
-void decide_attribution(std::vector<OutputAttribution>& failing, Verdict& v, std::string& attribution) {
+void decide_attribution(std::vector<OutputAttribution>& failing, Verdict& v, Fragile& attribution) {
   bool all_ok = true;
   const std::string named = v.message.substr(0, v.message.find(':'));
   const OutputAttribution* quoted = nullptr;
@@ -66,7 +66,7 @@ void decide_attribution(std::vector<OutputAttribution>& failing, Verdict& v, std
     if (a.measured && (!quoted || (f.output->name == named && quoted->output->name != named))) quoted = &f;
   }
   if (all_ok && !failing.empty()) {
-    attribution = "float32";
+    attribution = Fragile::Float32;
     v.status = Status::Pass;
     const auto witnessed = std::find_if(failing.begin(), failing.end(),
                                         [](const OutputAttribution& f) { return f.attribution.witnessed; });
@@ -83,7 +83,7 @@ void decide_attribution(std::vector<OutputAttribution>& failing, Verdict& v, std
                                family, kFamilyMultiplier);
     return;
   }
-  attribution = "target";
+  attribution = Fragile::Target;
   if (!quoted) return;
   const OutputReport& o = *quoted->output;
   const Attribution& a = quoted->attribution;

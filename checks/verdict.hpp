@@ -35,8 +35,8 @@ struct OutputAttribution {
 // fragile side") only when every failing output passes both attribution rules; otherwise the
 // target is blamed and the message quotes the output `v` names (else the first that fails) — the
 // element the per-element rule caught, or the RMSEs. Fills each output's RMSE figures and
-// `attribution` ("float32" | "target").
-void decide_attribution(std::vector<OutputAttribution>& failing, Verdict& v, std::string& attribution);
+// `attribution`.
+void decide_attribution(std::vector<OutputAttribution>& failing, Verdict& v, Fragile& attribution);
 
 // Whether `output` of a training case is training state: a first-step gradient ("grad0/...") or a
 // parameter's update over all steps ("update/...").

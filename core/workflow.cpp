@@ -332,8 +332,8 @@ std::string finding_reason(const CaseResult& c) {
                           ? fmt::format("{}: {} NaN/Inf where the reference is finite", worst->name, new_non_finite)
                           : fmt::format("{}: {} of {} elements off, max abs error {:.3g}", worst->name,
                                         worst->mismatches, worst->numel, worst->max_abs);
-      if (c.attribution == "target") r += "; against float64 the target is the wrong side";
-      else if (c.attribution == "float32") r += "; against float64 float32 is the fragile side";
+      if (c.attribution == Fragile::Target) r += "; against float64 the target is the wrong side";
+      else if (c.attribution == Fragile::Float32) r += "; against float64 float32 is the fragile side";
       if (!c.first_diverging_layer.empty()) r += "; first diverging layer " + c.first_diverging_layer;
       return r;
     }

@@ -80,8 +80,8 @@ std::string render_bug_report(const std::string& case_id, const CaseResult* r, c
     if (r->layer)
       md += fmt::format("First diverging layer: `{}` (max abs error {:.3g}, {} of {} elements).\n", r->layer->name,
                         r->layer->max_abs, r->layer->mismatches, r->layer->numel);
-    if (!r->attribution.empty())
-      md += fmt::format("Against a CPU float64 run, the fragile side is: {}.\n", r->attribution);
+    if (r->attribution != Fragile::Unknown)
+      md += fmt::format("Against a CPU float64 run, the fragile side is: {}.\n", to_string(r->attribution));
     md += "\n";
   }
 

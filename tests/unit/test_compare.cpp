@@ -174,7 +174,7 @@ TEST(Compare, IntegerOutputsAreExactWhateverTheTolerance) {
   EXPECT_FALSE(r.ok);
   EXPECT_EQ(r.mismatches, 1);
   EXPECT_EQ(r.first_mismatch, 4095);
-  EXPECT_EQ(r.rule, "exact");
+  EXPECT_EQ(r.rule, Rule::Exact);
   const at::Tensor mask = at::arange(100, at::kLong).remainder(3).eq(0);
   at::Tensor flipped = mask.clone();
   flipped[50] = !flipped[50].item<bool>();
@@ -227,7 +227,7 @@ TEST(CompareIndex, TiedIndicesPassAndAWrongOneFailsByWhatItSelects) {
   const at::Tensor wrong = at::tensor({int64_t{1}, int64_t{3}}, at::kLong);
   const auto t = compare_index("out", ref, tie, x, -1, false);
   EXPECT_TRUE(t.ok) << t.note;
-  EXPECT_EQ(t.rule, "index");
+  EXPECT_EQ(t.rule, Rule::Index);
   const auto w = compare_index("out", ref, wrong, x, -1, false);
   EXPECT_FALSE(w.ok);
   EXPECT_EQ(w.first_mismatch, 1);
@@ -252,7 +252,7 @@ TEST(CompareStatistics, ToleranceIsSigmasTimesTheStandardError) {
   const auto r = compare_statistics("out", ref, at::tensor({0.31, 0.21}, at::kDouble), se, se, 6, 1e-7);
   EXPECT_FALSE(r.ok);
   EXPECT_EQ(r.first_mismatch, 0);
-  EXPECT_EQ(r.rule, "statistics");
+  EXPECT_EQ(r.rule, Rule::Statistics);
   EXPECT_NE(r.note.find("standard errors"), std::string::npos) << r.note;
   // A zero-error statistic (a count that must be exact) only has the rounding allowance.
   const at::Tensor zero = at::zeros({2}, at::kDouble);
@@ -353,7 +353,7 @@ void expect_same_report(const OutputReport& want, const OutputReport& got, const
   EXPECT_TRUE(same_double(got.reference_value, want.reference_value)) << got.reference_value << " vs " << want.reference_value;
   EXPECT_TRUE(same_double(got.target_value, want.target_value)) << got.target_value << " vs " << want.target_value;
   EXPECT_EQ(got.note, want.note);
-  EXPECT_EQ(got.rule, "");
+  EXPECT_EQ(got.rule, Rule::Tolerance);
 }
 
 // Random pairs of one kind of trouble or another. `trouble` is the share of elements that are

@@ -114,7 +114,7 @@ TEST(ExpectFrom, OneReasonedLinePerFindingKeyedToTheReportsTargetTorchAndOs) {
   o.max_rel = 0.31;
   o.ok = false;
   wrong.outputs.push_back(o);
-  wrong.attribution = "target";
+  wrong.attribution = Fragile::Target;
   CaseResult missing = finding(Status::Unsupported);
   missing.id = "op/conv/conv3d/f16/contiguous/forward";
   missing.target = "mps:float16";

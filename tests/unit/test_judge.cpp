@@ -81,7 +81,7 @@ TEST(Judge, GoldComesFromTheHostAndDecidesWhichSideIsFragile) {
     judge_case(w, host, {Output("out", s.reference)}, {Output("out", s.gold.to(at::kFloat))}, c10::Device(c10::kCPU),
                c10::kFloat, kTol, {}, r);
     EXPECT_EQ(r.status, Status::Pass) << r.message;
-    EXPECT_EQ(r.attribution, "float32");
+    EXPECT_EQ(r.attribution, Fragile::Float32);
     EXPECT_EQ(host.gold_calls, 1);
     ASSERT_FALSE(host.phases.empty());
     EXPECT_EQ(host.phases.front(), "float64");
@@ -94,7 +94,7 @@ TEST(Judge, GoldComesFromTheHostAndDecidesWhichSideIsFragile) {
     judge_case(w, host, {Output("out", s.gold.to(at::kFloat))}, {Output("out", wrong)}, c10::Device(c10::kCPU),
                c10::kFloat, kTol, {}, r);
     EXPECT_EQ(r.status, Status::Mismatch) << r.message;
-    EXPECT_EQ(r.attribution, "target");
+    EXPECT_EQ(r.attribution, Fragile::Target);
   }
 }
 

@@ -100,7 +100,7 @@ TEST(ReducedPrecision, BiasInsideThePlainToleranceIsScreenedAndNamed) {
     o.note = "screened";
     std::vector<OutputAttribution> failing{{&o, a}};
     Verdict v = judge_outputs({o});
-    std::string attribution;
+    Fragile attribution = Fragile::Unknown;
     decide_attribution(failing, v, attribution);
     EXPECT_EQ(v.status, Status::Mismatch);
     EXPECT_NE(v.message.find("too large on average against float64, honest " + a.dtype + " rounding explains"),

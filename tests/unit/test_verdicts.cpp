@@ -264,10 +264,10 @@ TEST(Decision, AttributionMessageNamesTheElementTheRuleCaught) {
   ASSERT_FALSE(o.ok);
   Verdict v = judge_outputs({o});
   std::vector<OutputAttribution> failing{{&o, attribute_with_gold(d.gold, d.reference, d.target, c10::kBFloat16, tol, d.rounded)}};
-  std::string attribution;
+  Fragile attribution = Fragile::Unknown;
   decide_attribution(failing, v, attribution);
   EXPECT_EQ(v.status, Status::Mismatch);
-  EXPECT_EQ(attribution, "target");
+  EXPECT_EQ(attribution, Fragile::Target);
   EXPECT_NE(v.message.find("first at [3, 5]"), std::string::npos) << v.message;
   EXPECT_GT(o.rmse_target, 0);
 }
@@ -280,10 +280,10 @@ TEST(Decision, AllOutputsWithinTheGoldRulesPassAsFloat32Fragile) {
   a.measured = a.target_ok = a.rmse_ok = true;
   std::vector<OutputAttribution> failing{{&o, a}};
   Verdict v{Status::Mismatch, "out: 3 of 9 elements outside tolerance"};
-  std::string attribution;
+  Fragile attribution = Fragile::Unknown;
   decide_attribution(failing, v, attribution);
   EXPECT_EQ(v.status, Status::Pass);
-  EXPECT_EQ(attribution, "float32");
+  EXPECT_EQ(attribution, Fragile::Float32);
   // An output with no gold figures (an integer, a missing output) keeps the finding.
   OutputReport exact;
   exact.name = "idx";
@@ -292,7 +292,7 @@ TEST(Decision, AllOutputsWithinTheGoldRulesPassAsFloat32Fragile) {
   v = {Status::Mismatch, "idx: 1 of 9 elements outside tolerance"};
   decide_attribution(failing, v, attribution);
   EXPECT_EQ(v.status, Status::Mismatch);
-  EXPECT_EQ(attribution, "target");
+  EXPECT_EQ(attribution, Fragile::Target);
 }
 
 TEST(Decision, NondeterminismWidensOnlyByTheOutputsOwnSpread) {

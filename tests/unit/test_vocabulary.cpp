@@ -72,6 +72,42 @@ TEST(Vocabulary, CaseResultKeepsItsWordsThroughJson) {
   EXPECT_THROW(bad.get<CaseResult>(), std::invalid_argument);
 }
 
+// The judge's own words, a rule and a fragile side, are enums too: written by their names as the
+// strings were before (no "rule" key for the plain tolerance, an empty attribution for none), read
+// back by them, and an unknown one refused.
+TEST(Vocabulary, RuleAndFragileSideKeepTheirWordsThroughJson) {
+  auto rule = [](const std::string& s) { return names::parse<Rule>(names::kRule, s, "rule"); };
+  auto fragile = [](const std::string& s) { return names::parse<Fragile>(names::kFragile, s, "attribution"); };
+  expect_round_trip<Rule>(5, rule);
+  expect_round_trip<Fragile>(3, fragile);
+  CaseResult r;
+  r.id = "op/binary/eq/i64/contiguous/forward";
+  r.attribution = Fragile::Float32;
+  OutputReport o;
+  o.name = "out";
+  o.rule = Rule::Exact;
+  o.dtype_differs = true;
+  r.outputs.push_back(o);
+  OutputReport plain;
+  plain.name = "plain";
+  r.outputs.push_back(plain);
+  const nlohmann::json j = r;
+  EXPECT_EQ(j.at("attribution"), "float32");
+  EXPECT_EQ(j.at("outputs").at(0).at("rule"), "exact");
+  EXPECT_FALSE(j.at("outputs").at(1).contains("rule"));
+  EXPECT_FALSE(j.at("outputs").at(0).contains("dtype_differs"));  // the judge's flag, not the report's
+  const CaseResult back = j.get<CaseResult>();
+  EXPECT_EQ(back.attribution, Fragile::Float32);
+  EXPECT_EQ(back.outputs.at(0).rule, Rule::Exact);
+  EXPECT_EQ(back.outputs.at(1).rule, Rule::Tolerance);
+  nlohmann::json bad = j;
+  bad["outputs"][0]["rule"] = "approximate";
+  EXPECT_THROW(bad.get<CaseResult>(), std::invalid_argument);
+  bad = j;
+  bad["attribution"] = "reference";
+  EXPECT_THROW(bad.get<CaseResult>(), std::invalid_argument);
+}
+
 // Reading a report back goes through the same tables: a word none of them holds makes the file
 // refused, naming the file and the word, rather than read as "not timed" or "op".
 TEST(Vocabulary, AReportWithAnUnknownWordIsRefusedNamingTheFile) {
