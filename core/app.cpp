@@ -640,6 +640,55 @@ std::optional<ResolvedTarget> resolve_target_or_say(const Config& cfg) {
   }
 }
 
+RunCase explore_runner(Runner& runner, const Config& cfg, std::optional<std::string>& stopped) {
+  // Each variant as a verdict-only case on the one worker, with the op timeout, or what is left of
+  // the budget when that is shorter: a variant still running then is stopped, and is no verdict.
+  return [&runner, &cfg, &stopped](const std::string& id, double limit_s) {
+    CaseResult r;
+    const bool budget_first = limit_s > 0 && limit_s < cfg.timeout_for_op();
+    try {
+      r = runner.run(id, budget_first ? limit_s : cfg.timeout_for_op(), /*time=*/false);
+      if (budget_first && r.status == Status::Timeout) {
+        r.status = Status::Skip;
+        r.phase = kBudgetPhase;
+        r.message = fmt::format("stopped after {:.1f} s: the explore budget ran out while it ran", limit_s);
+      }
+    } catch (const WorkerStartError& e) {
+      stopped = e.what();
+      r.id = id;
+      r.status = Status::Error;
+      r.phase = "reference";  // not a finding: nothing ran
+      r.message = e.what();
+    }
+    return r;
+  };
+}
+
+// The regular reports of an explore run, each finding a case under its variant's id
+// (explore_case_results), written as merge writes them: the formats made from results alone
+// (explore prints its own console lines, and keeps no journal).
+Written write_explore_reports(const Config& cfg, const ResolvedTarget& target, const ExploreOutcome& outcome,
+                              const nlohmann::json& settings, CaseResolver& resolver, bool complete) {
+  RunReport report;
+  report.environment = collect_environment({target.spec.str(), cfg.seed});
+  report.run = valid_utf8_json(nlohmann::json{{"target", target.spec.str()}, {"seed", cfg.seed}, {"quick", cfg.quick},
+                                              {"filters", cfg.selection.filters}, {"explore", settings},
+                                              {"complete", complete}});
+  report.cases = explore_case_results(outcome);
+  const ReproTarget rt = repro_target(target.spec, cfg.seed, cfg.quick);
+  const ReportContext ctx{report, cfg.report_path(), &rt,
+                          [&](const std::string& id) -> const Workload* {
+                            try {
+                              const RegisteredWorkload* w = resolver.find(id);
+                              return w ? w->workload : nullptr;
+                            } catch (const BadVariantId&) {
+                              return nullptr;
+                            }
+                          },
+                          std::cout, use_color(STDOUT_FILENO), {}};
+  return write_reports(cfg, ctx, /*merging=*/true);
+}
+
 int explore_command(const Config& cfg, const Registry& registry) {
   // A filter that is a case id explore printed (`BASE@a=1x10000,...`, anchored or not) replays it.
   Config regexes = cfg;
@@ -679,7 +728,7 @@ int explore_command(const Config& cfg, const Registry& registry) {
   if (!resolved) return kExitNoTarget;
   const ResolvedTarget& target = *resolved;
   const std::string out_path = cfg.report_dir + "/explore.json";
-  if (auto bad = unwritable_file("--report-dir", out_path)) {
+  if (auto bad = unwritable_outputs(cfg); bad || (bad = unwritable_file("--report-dir", out_path))) {
     std::cerr << "mpscheck: " << *bad << '\n';
     return kExitUsage;
   }
@@ -704,20 +753,7 @@ int explore_command(const Config& cfg, const Registry& registry) {
     return kExitCannotRun;
   }
   std::optional<std::string> stopped;
-  // Each variant as a verdict-only case on the one worker, with the op timeout.
-  const RunCase run = [&](const std::string& id) {
-    CaseResult r;
-    try {
-      r = runner.run(id, cfg.timeout_for_op(), /*time=*/false);
-    } catch (const WorkerStartError& e) {
-      stopped = e.what();
-      r.id = id;
-      r.status = Status::Error;
-      r.phase = "reference";  // not a finding: nothing ran
-      r.message = e.what();
-    }
-    return r;
-  };
+  const RunCase run = explore_runner(runner, cfg, stopped);
   const ExploreOutcome outcome =
       explore_cases(selected, replay, run, options, std::cout, [&] { return g_interrupted || stopped.has_value(); });
   nlohmann::json j = explore_to_json(outcome, options);
@@ -728,10 +764,12 @@ int explore_command(const Config& cfg, const Registry& registry) {
     std::cerr << "mpscheck: " << e.what() << '\n';
     return kExitUsage;
   }
-  if (stopped) {  // what ran is in the file; the rest could not
+  const Written written = write_explore_reports(cfg, target, outcome, j["explore"], resolver, !stopped && !g_interrupted);
+  if (stopped) {  // what ran is in the files; the rest could not
     std::cerr << "mpscheck: " << *stopped << "; the cases explored so far are in " << out_path << '\n';
     return kExitCannotRun;
   }
+  if (written != Written::All) return kExitUsage;
   std::cout << fmt::format("explored {} cases, {} variants: {} finding{}{}; {}\n", outcome.cases.size(), outcome.variants,
                            outcome.findings.size(), outcome.findings.size() == 1 ? "" : "s",
                            outcome.run_budget_spent ? " (the run's budget was spent)" : "", out_path);

@@ -29,6 +29,9 @@ class VariedWorkload final : public Workload {
   std::unique_ptr<Workload> with_input_shapes(const std::vector<Shape>& shapes) const override {
     return inner_->with_input_shapes(shapes);
   }
+  std::unique_ptr<Workload> with_inputs(const std::vector<InputVariant>& inputs) const override {
+    return inner_->with_inputs(inputs);
+  }
 
  private:
   std::string id_;
@@ -55,7 +58,61 @@ Shape parse_shape(const std::string& text, const std::string& id) {
   return shape;
 }
 
+// "4x8x16x16+cl+off3": the shape, then the layout tokens.
+InputVariant parse_input(const std::string& text, const std::string& id) {
+  InputVariant in;
+  const size_t plus = text.find('+');
+  in.shape = parse_shape(text.substr(0, plus), id);
+  if (plus == std::string::npos) return in;
+  size_t start = plus + 1;
+  bool layout_named = false;
+  for (;;) {
+    const size_t next = text.find('+', start);
+    const std::string token = text.substr(start, next == std::string::npos ? std::string::npos : next - start);
+    const InputLayout layout = token == "c" ? InputLayout::Contiguous : token == "t" ? InputLayout::Transposed
+                               : token == "cl" ? InputLayout::ChannelsLast : InputLayout::Declared;
+    if (layout != InputLayout::Declared && !layout_named) {
+      in.layout = layout;
+      layout_named = true;
+    } else if (token.rfind("off", 0) == 0 && all_digits(token.substr(3)) && in.storage_offset == 0 &&
+               std::stoll(token.substr(3)) > 0 && std::stoll(token.substr(3)) <= (std::int64_t{1} << 30)) {
+      in.storage_offset = std::stoll(token.substr(3));
+    } else {
+      throw BadVariantId(fmt::format("case id '{}': '+{}' is not a layout (+c, +t or +cl, once) or a storage offset "
+                                     "(+offN, N from 1 to 2^30, once)", id, token));
+    }
+    if (next == std::string::npos) break;
+    start = next + 1;
+  }
+  return in;
+}
+
+const char* layout_token(InputLayout l) {
+  switch (l) {
+    case InputLayout::Declared: return "";
+    case InputLayout::Contiguous: return "c";
+    case InputLayout::Transposed: return "t";
+    case InputLayout::ChannelsLast: return "cl";
+  }
+  return "";
+}
+
 }  // namespace
+
+std::string layout_text(InputLayout layout, std::int64_t storage_offset) {
+  std::string s = layout == InputLayout::Declared ? "" : std::string("+") + layout_token(layout);
+  if (storage_offset > 0) s += fmt::format("+off{}", storage_offset);
+  return s;
+}
+
+std::string layout_words(InputLayout layout, std::int64_t storage_offset, const std::string& declared) {
+  const std::string name = layout == InputLayout::Contiguous     ? "contiguous"
+                           : layout == InputLayout::Transposed   ? "transposed"
+                           : layout == InputLayout::ChannelsLast ? "channels_last"
+                           : declared.empty()                    ? "as declared"
+                                                                 : declared;
+  return storage_offset > 0 ? fmt::format("{} at storage offset {}", name, storage_offset) : name;
+}
 
 std::string sizes_text(const Shape& shape) {
   std::string s;
@@ -70,7 +127,7 @@ std::optional<VariantId> parse_variant_id(const std::string& id) {
   v.base = id.substr(0, at);
   const std::string rest = id.substr(at + 1);
   if (v.base.empty() || rest.empty())
-    throw BadVariantId(fmt::format("case id '{}': give the declared case, '@', then NAME=SHAPE[,NAME=SHAPE...]", id));
+    throw BadVariantId(fmt::format("case id '{}': give the declared case, '@', then NAME=SHAPE[+LAYOUT][+offN][,NAME=...]", id));
   size_t start = 0;
   for (;;) {
     const size_t comma = rest.find(',', start);
@@ -78,7 +135,7 @@ std::optional<VariantId> parse_variant_id(const std::string& id) {
     const size_t eq = item.find('=');
     if (eq == std::string::npos || eq == 0)
       throw BadVariantId(fmt::format("case id '{}': '{}' is not NAME=SHAPE", id, item));
-    v.shapes.emplace_back(item.substr(0, eq), parse_shape(item.substr(eq + 1), id));
+    v.inputs.push_back({item.substr(0, eq), parse_input(item.substr(eq + 1), id)});
     if (comma == std::string::npos) break;
     start = comma + 1;
   }
@@ -87,10 +144,20 @@ std::optional<VariantId> parse_variant_id(const std::string& id) {
 
 std::string variant_id(const std::string& base, const std::vector<InputShape>& declared,
                        const std::vector<Shape>& shapes) {
+  std::vector<InputVariant> inputs;
+  for (const Shape& s : shapes) inputs.push_back({s, InputLayout::Declared, 0});
+  return variant_id(base, declared, inputs);
+}
+
+std::string variant_id(const std::string& base, const std::vector<InputShape>& declared,
+                       const std::vector<InputVariant>& inputs) {
   std::string changed;
-  for (size_t i = 0; i < declared.size() && i < shapes.size(); ++i)
-    if (shapes[i] != declared[i].shape)
-      changed += fmt::format("{}{}={}", changed.empty() ? "" : ",", declared[i].name, sizes_text(shapes[i]));
+  for (size_t i = 0; i < declared.size() && i < inputs.size(); ++i) {
+    const InputVariant& in = inputs[i];
+    if (in.shape == declared[i].shape && in.layout == InputLayout::Declared && in.storage_offset == 0) continue;
+    changed += fmt::format("{}{}={}{}", changed.empty() ? "" : ",", declared[i].name, sizes_text(in.shape),
+                           layout_text(in.layout, in.storage_offset));
+  }
   return changed.empty() ? base : base + kVariantMark + changed;
 }
 
@@ -104,19 +171,24 @@ const RegisteredWorkload* CaseResolver::find(const std::string& id) {
   const std::vector<InputShape> declared = base->workload->input_shapes();
   if (declared.empty())
     throw BadVariantId(fmt::format("case '{}' cannot be made at other sizes (it does not declare its inputs)", v->base));
-  std::vector<Shape> shapes;
-  for (const auto& d : declared) shapes.push_back(d.shape);
-  for (const auto& [name, shape] : v->shapes) {
+  std::vector<InputVariant> inputs;
+  for (const auto& d : declared) inputs.push_back({d.shape, InputLayout::Declared, 0});
+  for (const auto& [name, in] : v->inputs) {
     auto it = std::find_if(declared.begin(), declared.end(), [&](const InputShape& d) { return d.name == name; });
     if (it == declared.end())
       throw BadVariantId(fmt::format("case id '{}': case '{}' has no input '{}'", id, v->base, name));
-    if (shape.size() != it->shape.size())
+    if (in.shape.size() != it->shape.size())
       throw BadVariantId(fmt::format("case id '{}': input '{}' has {} dimensions, not {}", id, name, it->shape.size(),
-                                     shape.size()));
-    shapes[static_cast<size_t>(it - declared.begin())] = shape;
+                                     in.shape.size()));
+    if (in.layout == InputLayout::ChannelsLast && in.shape.size() != 4)
+      throw BadVariantId(fmt::format("case id '{}': input '{}' has {} dimensions; +cl needs 4", id, name, in.shape.size()));
+    if (in.layout == InputLayout::Transposed && in.shape.size() < 2)
+      throw BadVariantId(fmt::format("case id '{}': input '{}' has {} dimension{}; +t needs 2 or more", id, name,
+                                     in.shape.size(), in.shape.size() == 1 ? "" : "s"));
+    inputs[static_cast<size_t>(it - declared.begin())] = in;
   }
-  std::unique_ptr<Workload> inner = base->workload->with_input_shapes(shapes);
-  if (!inner) throw BadVariantId(fmt::format("case '{}' cannot be made at the sizes of '{}'", v->base, id));
+  std::unique_ptr<Workload> inner = base->workload->with_inputs(inputs);
+  if (!inner) throw BadVariantId(fmt::format("case '{}' cannot be made at the sizes and layouts of '{}'", v->base, id));
   // Under the id it was asked by: a worker's result must carry the id the host sent.
   Made made{std::make_unique<VariedWorkload>(id, std::move(inner)), {}};
   made.registered = {made.workload.get(), base->plugin};

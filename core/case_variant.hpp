@@ -1,7 +1,10 @@
-// A case at other input sizes, as `mpscheck explore` makes it: the declared case's id, '@', then
-// each input whose shape differs from the declared one, `op/linalg/mm/f32/contiguous/forward@a=1x10000,b=10000x1`.
-// The id holds no regex metacharacter, so `--filter ID` selects exactly it in a later explore run;
-// the host and every worker resolve it the same way, from the declared case.
+// A case at other input sizes and layouts, as `mpscheck explore` makes it: the declared case's id,
+// '@', then each input that differs from its declaration, its shape then any layout and storage
+// offset: `op/linalg/mm/f32/contiguous/forward@a=1x10000,b=10000x1`,
+// `op/pool/avg_pool2d/f32/contiguous/forward@x=1x2x2x2+cl+off1`. Layouts: `+c` contiguous, `+t`
+// the last two dimensions transposed in memory, `+cl` channels_last; `+offN` starts the input N
+// elements into its storage. The id holds no regex metacharacter, so `--filter ID` selects exactly
+// it in a later explore run; the host and every worker resolve it the same way, from the declared case.
 #pragma once
 
 #include "core/registry.hpp"
@@ -21,9 +24,14 @@ inline constexpr char kVariantMark = '@';
 
 using Shape = std::vector<std::int64_t>;
 
+struct VariantInput {
+  std::string name;
+  InputVariant input;  // its shape, layout and storage offset
+};
+
 struct VariantId {
-  std::string base;  // the declared case's id
-  std::vector<std::pair<std::string, Shape>> shapes;  // input name -> its shape, for the inputs that differ
+  std::string base;                  // the declared case's id
+  std::vector<VariantInput> inputs;  // the inputs that differ from their declaration
 };
 
 struct BadVariantId : std::invalid_argument {
@@ -36,10 +44,18 @@ std::optional<VariantId> parse_variant_id(const std::string& id);
 // "24x40", "" for a 0-d shape.
 std::string sizes_text(const Shape& shape);
 
+// "+cl+off3", "" for the declared layout at offset 0.
+std::string layout_text(InputLayout layout, std::int64_t storage_offset);
+// "channels_last at storage offset 3", in words.
+std::string layout_words(InputLayout layout, std::int64_t storage_offset, const std::string& declared);
+
 // The id of `base` with its inputs (named as `declared` names them) at `shapes`; the declared id
 // itself when every shape is the declared one.
 std::string variant_id(const std::string& base, const std::vector<InputShape>& declared,
                        const std::vector<Shape>& shapes);
+// The same with layouts and storage offsets: an input that differs in any of them is named.
+std::string variant_id(const std::string& base, const std::vector<InputShape>& declared,
+                       const std::vector<InputVariant>& inputs);
 
 // Finds declared cases and makes variants on demand, keeping each variant it made (and its id) for
 // its own lifetime.

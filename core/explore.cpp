@@ -96,37 +96,43 @@ class CaseExplorer {
         run_start_(run_start), stop_(stop) {
     groups_ = size_groups(inputs_);
     for (const auto& g : groups_) declared_.push_back(g.declared);
+    layouts_.resize(inputs_.size());
   }
 
   std::optional<ExploreFinding> explore(ExploredCase& record);
   const std::vector<SizeGroup>& groups() const { return groups_; }
 
  private:
-  std::vector<Shape> shapes_at(const std::vector<std::int64_t>& sizes) const {
-    std::vector<Shape> shapes;
-    for (const auto& in : inputs_) shapes.push_back(in.shape);
+  // The inputs at `sizes`, each in its layout of layouts_ (as declared unless a layout search set it).
+  std::vector<InputVariant> inputs_at(const std::vector<std::int64_t>& sizes) const {
+    std::vector<InputVariant> in;
+    for (size_t i = 0; i < inputs_.size(); ++i) in.push_back({inputs_[i].shape, layouts_[i].layout, layouts_[i].storage_offset});
     for (size_t g = 0; g < groups_.size(); ++g)
-      for (const auto& [i, j] : groups_[g].at) shapes[i][j] = sizes[g];
-    return shapes;
+      for (const auto& [i, j] : groups_[g].at) in[i].shape[j] = sizes[g];
+    return in;
   }
-  std::string id_at(const std::vector<std::int64_t>& sizes) const { return variant_id(base_, inputs_, shapes_at(sizes)); }
+  std::string id_at(const std::vector<std::int64_t>& sizes) const { return variant_id(base_, inputs_, inputs_at(sizes)); }
   bool out_of_budget() const {
     return seconds_since(start_) > options_.case_budget_s || seconds_since(run_start_) > options_.run_budget_s ||
            (stop_ && stop_());
   }
 
   Trial trial(const std::vector<std::int64_t>& sizes) {
-    for (const Shape& s : shapes_at(sizes)) {
+    for (const InputVariant& in : inputs_at(sizes)) {
       std::int64_t n = 1;
-      for (std::int64_t d : s) n = d > 0 && n > options_.max_elements / d ? options_.max_elements + 1 : n * d;
+      for (std::int64_t d : in.shape) n = d > 0 && n > options_.max_elements / d ? options_.max_elements + 1 : n * d;
       if (n > options_.max_elements) return {Kind::TooBig, {}};
     }
     const std::string id = id_at(sizes);
     auto it = seen_.find(id);
     if (it == seen_.end()) {
       if (out_of_budget()) return {Kind::Budget, {}};
-      it = seen_.emplace(id, run_(id)).first;
+      const double left = std::min(options_.case_budget_s - seconds_since(start_),
+                                   options_.run_budget_s - seconds_since(run_start_));
+      CaseResult r = run_(id, std::max(left, 0.001));
       ++variants_;
+      if (r.phase == kBudgetPhase) return {Kind::Budget, r};  // stopped at the budget: not a verdict
+      it = seen_.emplace(id, std::move(r)).first;
     }
     const CaseResult& r = it->second;
     if (explore_failure(r)) return {Kind::Fail, r};
@@ -138,11 +144,17 @@ class CaseExplorer {
   }
 
   ExploreFinding shrink_and_bisect(size_t g, std::int64_t failing, const std::map<std::int64_t, bool>& passed);
+  // Every size but group `keep`'s as small as the failure at `sizes` allows (1, 2 or half), largest first.
+  std::vector<std::int64_t> shrink(std::vector<std::int64_t> sizes, std::optional<size_t> keep);
+  // Each input in other layouts and at storage offsets, at the declared sizes (explore_layouts.cpp).
+  std::optional<ExploreFinding> explore_layouts(bool* budget_spent);
+  ExploreFinding minimise_layout(size_t input, const CaseResult& first);
 
   std::string base_;
   std::vector<InputShape> inputs_;
   std::vector<SizeGroup> groups_;
   std::vector<std::int64_t> declared_;
+  std::vector<InputVariant> layouts_;  // per input: its layout and storage offset (shapes unused)
   const RunCase& run_;
   const ExploreOptions& options_;
   Clock::time_point run_start_, start_ = Clock::now();
@@ -165,7 +177,8 @@ std::optional<ExploreFinding> CaseExplorer::explore(ExploredCase& record) {
   const Trial declared = trial(declared_);
   if (declared.kind == Kind::Fail) {
     done("fails as declared: a finding of the fixed catalog, not explored");
-    ExploreFinding f{base_, base_, declared.result.status, declared.result.message, {}, 0, 0, "declared", {}};
+    ExploreFinding f{base_, base_, declared.result.status, declared.result.message, {}, 0, 0, "declared", {}, {},
+                     declared.result};
     f.summary = fmt::format("fails at its declared sizes ({})", to_string(f.status));
     return f;
   }
@@ -173,6 +186,17 @@ std::optional<ExploreFinding> CaseExplorer::explore(ExploredCase& record) {
     done(declared.kind == Kind::Budget ? "not explored: the budget was spent"
                                        : "not explored: the declared case does not pass (" +
                                              std::string(to_string(declared.result.status)) + ")");
+    return std::nullopt;
+  }
+  record.explored = true;
+  bool budget_spent = false;
+  if (std::optional<ExploreFinding> f = explore_layouts(&budget_spent)) {
+    done({});
+    return f;
+  }
+  if (budget_spent) {
+    done(fmt::format("{} after {} variants; no finding", stop_ && stop_() ? "the run was stopped" : "budget spent",
+                     variants_));
     return std::nullopt;
   }
   std::mt19937_64 rng(options_.seed ^ fnv1a(base_));
@@ -208,13 +232,10 @@ std::optional<ExploreFinding> CaseExplorer::explore(ExploredCase& record) {
   return std::nullopt;
 }
 
-ExploreFinding CaseExplorer::shrink_and_bisect(size_t g, std::int64_t failing,
-                                               const std::map<std::int64_t, bool>& passed) {
-  std::vector<std::int64_t> sizes = with(declared_, g, failing);
-  // Shrink: every other size as small as the failure allows (1, 2 or half), largest first.
+std::vector<std::int64_t> CaseExplorer::shrink(std::vector<std::int64_t> sizes, std::optional<size_t> keep) {
   std::vector<size_t> others;
   for (size_t h = 0; h < groups_.size(); ++h)
-    if (h != g) others.push_back(h);
+    if (h != keep) others.push_back(h);
   std::sort(others.begin(), others.end(), [&](size_t a, size_t b) { return declared_[a] > declared_[b]; });
   for (size_t h : others) {
     std::vector<std::int64_t> tries = {1, 2, declared_[h] / 2};
@@ -226,6 +247,102 @@ ExploreFinding CaseExplorer::shrink_and_bisect(size_t g, std::int64_t failing,
       }
     }
   }
+  return sizes;
+}
+
+// The layouts tried for one input, in order: its own at storage offsets 1, 2 and 3 (odd, even,
+// odd), then transposed (2+ dimensions), channels_last (4) and contiguous, each at offset 0 and 1
+// (channels_last at 2 too), skipping the layout it is declared in.
+std::vector<InputVariant> layout_candidates(const InputShape& in) {
+  std::vector<InputVariant> c;
+  const size_t n = in.shape.size();
+  if (n == 0 || std::any_of(in.shape.begin(), in.shape.end(), [](std::int64_t d) { return d < 1; })) return c;
+  for (std::int64_t off : {1, 2, 3}) c.push_back({{}, InputLayout::Declared, off});
+  if (n >= 2 && in.layout != "transposed")
+    for (std::int64_t off : {0, 1}) c.push_back({{}, InputLayout::Transposed, off});
+  if (n == 4 && in.layout != "channels_last")
+    for (std::int64_t off : {0, 1, 2}) c.push_back({{}, InputLayout::ChannelsLast, off});
+  if (!in.layout.empty() && in.layout != "contiguous")
+    for (std::int64_t off : {0, 1}) c.push_back({{}, InputLayout::Contiguous, off});
+  return c;
+}
+
+std::optional<ExploreFinding> CaseExplorer::explore_layouts(bool* budget_spent) {
+  for (size_t i = 0; i < inputs_.size(); ++i) {
+    for (const InputVariant& candidate : layout_candidates(inputs_[i])) {
+      layouts_[i] = candidate;
+      const Trial t = trial(declared_);
+      if (t.kind == Kind::Fail) return minimise_layout(i, t.result);
+      if (t.kind == Kind::Budget) {
+        *budget_spent = true;
+        layouts_[i] = {};
+        return std::nullopt;
+      }
+    }
+    layouts_[i] = {};
+  }
+  return std::nullopt;
+}
+
+// A layout variant of input `input` fails: sizes shrunk, then the smallest storage offset that
+// still fails, then whether the layout matters at all (the declared one at that offset), and the
+// neighbouring offsets, so the finding says what exactly goes wrong.
+ExploreFinding CaseExplorer::minimise_layout(size_t input, const CaseResult& first) {
+  const std::vector<std::int64_t> sizes = shrink(declared_, std::nullopt);
+  InputVariant& lay = layouts_[input];
+  auto fails_with = [&](InputLayout layout, std::int64_t off) {
+    const InputVariant keep = lay;
+    lay.layout = layout;
+    lay.storage_offset = off;
+    const Kind k = trial(sizes).kind;
+    lay = keep;
+    return k;
+  };
+  for (std::int64_t off = 0; off < lay.storage_offset; ++off)
+    if (fails_with(lay.layout, off) == Kind::Fail) {
+      lay.storage_offset = off;
+      break;
+    }
+  if (lay.layout != InputLayout::Declared && fails_with(InputLayout::Declared, lay.storage_offset) == Kind::Fail)
+    lay.layout = InputLayout::Declared;
+  const Trial at = trial(sizes);
+  ExploreFinding f;
+  f.base = base_;
+  f.id = id_at(sizes);
+  f.result = at.kind == Kind::Fail ? at.result : first;
+  f.status = f.result.status;
+  f.message = f.result.message;
+  f.pattern = "layout";
+  const std::string& name = inputs_[input].name;
+  f.dimension = name + " storage offset";
+  f.first_failing = lay.storage_offset;
+  const std::string words = layout_words(lay.layout, lay.storage_offset, inputs_[input].layout);
+  f.layout = name + " " + words;
+  std::vector<std::string> notes;
+  if (lay.storage_offset > 0) {
+    const Kind zero = fails_with(lay.layout, 0), next = fails_with(lay.layout, lay.storage_offset + 1),
+               after = fails_with(lay.layout, lay.storage_offset + 2);
+    if (zero == Kind::Pass) notes.push_back("at offset 0 it passes");
+    if (next == Kind::Pass && after == Kind::Fail)
+      notes.push_back(fmt::format("{} passes and {} fails ({} offsets)", lay.storage_offset + 1, lay.storage_offset + 2,
+                                  lay.storage_offset % 2 ? "odd" : "even"));
+    else if (next != Kind::Invalid)
+      notes.push_back(fmt::format("offset {} {}", lay.storage_offset + 1, next == Kind::Fail ? "fails too" : "passes"));
+  }
+  if (lay.layout != InputLayout::Declared) {
+    const Kind own = fails_with(InputLayout::Declared, lay.storage_offset);
+    if (own == Kind::Pass)
+      notes.push_back(fmt::format("{} {} passes", name, layout_words(InputLayout::Declared, lay.storage_offset,
+                                                                     inputs_[input].layout)));
+  }
+  f.summary = fmt::format("wrong for {} {}", name, words);
+  for (size_t k = 0; k < notes.size(); ++k) f.summary += (k ? ", " : "; ") + notes[k];
+  return f;
+}
+
+ExploreFinding CaseExplorer::shrink_and_bisect(size_t g, std::int64_t failing,
+                                               const std::map<std::int64_t, bool>& passed) {
+  const std::vector<std::int64_t> sizes = shrink(with(declared_, g, failing), g);
   // A passing size of g at the shrunk sizes: the passing ones nearest below the failure first.
   std::vector<std::int64_t> below, above;
   for (const auto& [v, ok] : passed) (v < failing ? below : above).push_back(v);
@@ -255,6 +372,7 @@ ExploreFinding CaseExplorer::shrink_and_bisect(size_t g, std::int64_t failing,
     f.id = id_at(with(sizes, g, hi));
     f.status = t.result.status;
     f.message = t.result.message;
+    f.result = t.result;
     f.first_failing = hi;
     f.pattern = budget ? "unbisected" : "every-size";
     f.summary = budget ? fmt::format("wrong at {} = {} (budget spent before a passing size was found)", f.dimension, hi)
@@ -277,6 +395,7 @@ ExploreFinding CaseExplorer::shrink_and_bisect(size_t g, std::int64_t failing,
   f.id = id_at(with(sizes, g, hi));
   f.status = at.result.status;
   f.message = at.result.message;
+  f.result = at.result;
   f.first_failing = hi;
   f.last_passing = lo;
   if (budget) {
@@ -347,13 +466,14 @@ ExploreOutcome explore_cases(const std::vector<RegisteredWorkload>& cases, const
   }
   for (const std::string& id : replay) {
     const auto start = Clock::now();
-    const CaseResult r = run(id);
+    const CaseResult r = run(id, 0);  // a replay has the op's own timeout
     ++out.variants;
     const std::string base = parse_variant_id(id) ? parse_variant_id(id)->base : id;
     log << "replay " << id << ": " << to_string(r.status) << '\n';
-    ExploredCase record{id, 1, seconds_since(start), explore_failure(r) ? "" : "replayed: no finding"};
+    ExploredCase record{id, 1, seconds_since(start), explore_failure(r) ? "" : "replayed: no finding",
+                        r.status == Status::Pass || explore_failure(r)};
     if (explore_failure(r)) {
-      ExploreFinding f{base, id, r.status, r.message, {}, 0, 0, "replayed", {}};
+      ExploreFinding f{base, id, r.status, r.message, {}, 0, 0, "replayed", {}, {}, r};
       f.summary = fmt::format("replayed: {}", to_string(r.status));
       log << fmt::format("  FINDING {}: {}\n    {}\n", id, f.summary, r.message.substr(0, 300));
       out.findings.push_back(std::move(f));
@@ -361,31 +481,6 @@ ExploreOutcome explore_cases(const std::vector<RegisteredWorkload>& cases, const
     out.cases.push_back(std::move(record));
   }
   return out;
-}
-
-nlohmann::json explore_to_json(const ExploreOutcome& outcome, const ExploreOptions& options) {
-  nlohmann::json j;
-  j["explore"] = {{"seed", options.seed},
-                  {"case_budget_s", options.case_budget_s},
-                  {"run_budget_s", options.run_budget_s},
-                  {"max_elements", options.max_elements},
-                  {"variants", outcome.variants},
-                  {"run_budget_spent", outcome.run_budget_spent}};
-  j["cases"] = nlohmann::json::array();
-  for (const auto& c : outcome.cases)
-    j["cases"].push_back({{"id", c.id}, {"variants", c.variants}, {"seconds", c.seconds}, {"note", c.note}});
-  j["findings"] = nlohmann::json::array();
-  for (const auto& f : outcome.findings)
-    j["findings"].push_back({{"base", f.base},
-                             {"id", f.id},
-                             {"status", to_string(f.status)},
-                             {"message", f.message},
-                             {"dimension", f.dimension},
-                             {"first_failing", f.first_failing},
-                             {"last_passing", f.last_passing},
-                             {"pattern", f.pattern},
-                             {"summary", f.summary}});
-  return j;
 }
 
 }  // namespace mpscheck

@@ -42,6 +42,8 @@ struct ExploreFinding {
   std::int64_t first_failing = 0, last_passing = 0;
   std::string pattern;
   std::string summary;   // one line for the console
+  std::string layout;    // pattern "layout": the input and the layout that fails ("x channels_last at storage offset 1")
+  CaseResult result;     // the verdict of `id` as the worker gave it (outputs, phase, figures)
 };
 
 struct ExploredCase {
@@ -49,6 +51,9 @@ struct ExploredCase {
   int variants = 0;      // run through a worker
   double seconds = 0;
   std::string note;      // why it was not explored, or stopped early
+  // The declared case passed and its variants ran (a replayed id: it ran); false when it was not
+  // explored at all (no input sizes, the budget, a declared case that does not pass).
+  bool explored = false;
 };
 
 struct ExploreOutcome {
@@ -58,8 +63,12 @@ struct ExploreOutcome {
   bool run_budget_spent = false;
 };
 
-// Runs one case id (a declared case or a variant) to its verdict: the worker path of a run.
-using RunCase = std::function<CaseResult(const std::string& id)>;
+// Runs one case id (a declared case or a variant) to its verdict: the worker path of a run. With
+// `limit_s` > 0 the variant may take that long at most (what is left of the case's budget, or the
+// run's): one that overruns it is stopped and given back as a skip in phase kBudgetPhase, never a
+// timeout of the target's.
+using RunCase = std::function<CaseResult(const std::string& id, double limit_s)>;
+inline constexpr const char* kBudgetPhase = "budget";
 
 // Explores `cases`, then replays `replay` (variant ids given to --filter: each is run as it is and
 // reported under its own id). Progress lines go to `log`. Stops early when `stop` returns true.
@@ -69,6 +78,12 @@ ExploreOutcome explore_cases(const std::vector<RegisteredWorkload>& cases, const
 
 // Whether a result is a finding of the target's (not a variant the CPU reference cannot run).
 bool explore_failure(const CaseResult& r);
+
+// The run as case results, for the regular reports (JSON, JUnit, Markdown, HTML): each finding
+// under its minimal variant's id, its message the pattern and threshold then the verdict's own;
+// each explored case without a finding as a pass under its own id (its variants all passed); a
+// case that was not explored as a skip saying why.
+std::vector<CaseResult> explore_case_results(const ExploreOutcome& outcome);
 
 nlohmann::json explore_to_json(const ExploreOutcome& outcome, const ExploreOptions& options);
 

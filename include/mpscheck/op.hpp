@@ -63,6 +63,9 @@ struct Arg {
   // Undefined = the case's dtype (floating: follows reference/target placement; integer: fixed).
   c10::ScalarType dtype = c10::ScalarType::Undefined;
   Layout layout = Layout::Contiguous;
+  // Elements of storage before the tensor's own (it is sliced out of a longer buffer, whose head
+  // is zeros); the layout then views it there. 0 for every declared case; `mpscheck explore` sets it.
+  int64_t storage_offset = 0;
   bool grad = true;  // floating args get a gradient in backward cases
 
   static Arg randn(std::string name, std::vector<int64_t> shape) {

@@ -25,10 +25,11 @@
 namespace mpscheck {
 
 // Bump when Workload, Instance, Placement, Setup, Output or PluginDescriptor change layout.
-inline constexpr std::uint32_t kPluginApiVersion = 5;  // 2: Placement::round_inputs_to, Instance::trace_layers;
+inline constexpr std::uint32_t kPluginApiVersion = 6;  // 2: Placement::round_inputs_to, Instance::trace_layers;
                                                        // 3: Output's index and standard-error metadata;
                                                        // 4: Instance::layer_call;
-                                                       // 5: Workload::input_shapes, with_input_shapes
+                                                       // 5: Workload::input_shapes, with_input_shapes;
+                                                       // 6: InputShape::layout, Workload::with_inputs
 inline constexpr std::uint32_t kPluginMagic = 0x4d505343;  // "MPSC"
 
 // Everything a plugin creates, handed to the host in one piece.

@@ -43,6 +43,25 @@ struct Setup {
 struct InputShape {
   std::string name;
   std::vector<std::int64_t> shape;
+  // Its declared layout in memory: "contiguous", "transposed", "sliced", "channels_last",
+  // "expanded"; empty when the workload does not say.
+  std::string layout;
+};
+
+// A layout `mpscheck explore` may give an input in place of its declared one.
+enum class InputLayout : std::uint8_t {
+  Declared,      // as the case declares it
+  Contiguous,    // row-major
+  Transposed,    // the last two dimensions swapped in memory (2+ dimensions)
+  ChannelsLast,  // NCHW viewed over NHWC memory (4 dimensions)
+};
+
+// One input of a variant: its logical shape, its layout, and how many elements into its storage
+// it starts (a tensor sliced out of a longer buffer; 0: at the start).
+struct InputVariant {
+  std::vector<std::int64_t> shape;
+  InputLayout layout = InputLayout::Declared;
+  std::int64_t storage_offset = 0;
 };
 
 // One named result to compare: "out", "out1", "grad/x0", "loss/step3", "param/fc1.weight".
@@ -145,6 +164,16 @@ class BOOST_SYMBOL_VISIBLE Workload {
   virtual std::unique_ptr<Workload> with_input_shapes(const std::vector<std::vector<std::int64_t>>& shapes) const {
     (void)shapes;
     return nullptr;
+  }
+  // The same, with each input also in a layout and at a storage offset of its own. The default
+  // makes only what with_input_shapes can: every input as declared, at offset 0.
+  virtual std::unique_ptr<Workload> with_inputs(const std::vector<InputVariant>& inputs) const {
+    std::vector<std::vector<std::int64_t>> shapes;
+    for (const InputVariant& in : inputs) {
+      if (in.layout != InputLayout::Declared || in.storage_offset != 0) return nullptr;
+      shapes.push_back(in.shape);
+    }
+    return with_input_shapes(shapes);
   }
 };
 

@@ -54,6 +54,8 @@ const std::set<std::string>& known_classes() {
     // Shape classes: no fixed case's shape reaches them; `mpscheck explore` must (README, "Explore").
     "k-threshold",     // mm: one output element 5% of the output's RMS off from an inner dimension K >= 10000
     "size-2^n",        // softplus: the last element of each row wrong when rows are a power of two >= 2048 long
+    // Layout class: no fixed case's layout reaches it; `mpscheck explore`'s layout variants must.
+    "offset",          // avg_pool2d: a channels_last input at an odd storage offset read one element early
   };
   return classes;
 }
@@ -389,6 +391,29 @@ bool run_planted(const c10::OperatorHandle& op, Stack* s) {
     const int64_t n = x.dim() == 0 ? 1 : x.size(-1);
     if (n < kPlantedRow || (n & (n - 1)) != 0) return false;
     run_then_edit(op, s, [n](at::Tensor& host) { host.narrow(-1, n - 1, 1).copy_(host.narrow(-1, n - 2, 1)); });
+    return true;
+  }
+  if (planted("offset") && is(op, "aten::avg_pool2d")) {
+    // A kernel whose vector loads of NHWC memory are aligned down to two elements: at an odd
+    // storage offset it reads the whole input one element early. Catalog cases are channels_last
+    // at offset 0, or sliced (offset 1) but not channels_last; none is both.
+    const at::Tensor x = arg(op, *s, 0).toTensor();
+    if (x.dim() != 4 || x.is_contiguous() || !x.is_contiguous(at::MemoryFormat::ChannelsLast) ||
+        x.storage_offset() % 2 == 0)
+      return false;
+    at::Tensor early;
+    {
+      Access open({x});
+      const auto* start = static_cast<const char*>(x.data_ptr()) - x.itemsize();
+      early = at::from_blob(const_cast<char*>(start), x.sizes(), x.strides(), x.options().device(at::kCPU)).clone();
+    }
+    // The functional op and its out= form (how a structured op reaches a device) share these arguments.
+    const c10::IValue& divisor = arg(op, *s, 6);
+    const at::Tensor wrong =
+        at::avg_pool2d(early, arg(op, *s, 1).toIntVector(), arg(op, *s, 2).toIntVector(), arg(op, *s, 3).toIntVector(),
+                       arg(op, *s, 4).toBool(), arg(op, *s, 5).toBool(),
+                       divisor.isNone() ? c10::optional<int64_t>() : c10::optional<int64_t>(divisor.toInt()));
+    run_then_edit(op, s, [&](at::Tensor& out) { out.copy_(wrong); });
     return true;
   }
   if (planted("ulp-noise") && is_noisy(op)) {

@@ -5,7 +5,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <functional>
+#include <map>
 #include <sstream>
 
 using namespace mpscheck;
@@ -38,13 +40,37 @@ std::map<std::string, Shape> shapes_of(const std::string& id, const std::vector<
   std::map<std::string, Shape> s;
   for (const auto& d : declared) s[d.name] = d.shape;
   if (auto v = parse_variant_id(id))
-    for (const auto& [name, shape] : v->shapes) s[name] = shape;
+    for (const auto& [name, in] : v->inputs) s[name] = in.shape;
   return s;
+}
+
+// The same with each input's layout and storage offset.
+std::map<std::string, InputVariant> inputs_of(const std::string& id, const std::vector<InputShape>& declared) {
+  std::map<std::string, InputVariant> s;
+  for (const auto& d : declared) s[d.name] = {d.shape, InputLayout::Declared, 0};
+  if (auto v = parse_variant_id(id))
+    for (const auto& [name, in] : v->inputs) s[name] = in;
+  return s;
+}
+
+ExploreOutcome explore_layouts_with(const ShapedCase& c,
+                                    const std::function<bool(const std::map<std::string, InputVariant>&)>& wrong,
+                                    std::vector<std::string>* ran = nullptr) {
+  const RunCase run = [&](const std::string& id, double) {
+    if (ran) ran->push_back(id);
+    CaseResult r;
+    r.id = id;
+    r.status = wrong(inputs_of(id, c.input_shapes())) ? Status::Mismatch : Status::Pass;
+    r.message = r.status == Status::Mismatch ? "1 of N elements differ" : "";
+    return r;
+  };
+  std::ostringstream log;
+  return explore_cases({{&c, no_plugin()}}, {}, run, ExploreOptions{}, log);
 }
 
 ExploreOutcome explore_with(const ShapedCase& c, const std::function<bool(const std::map<std::string, Shape>&)>& wrong,
                             int* runs = nullptr) {
-  const RunCase run = [&](const std::string& id) {
+  const RunCase run = [&](const std::string& id, double) {
     if (runs) ++*runs;
     CaseResult r;
     r.id = id;
@@ -109,10 +135,143 @@ TEST(Explore, VariantIdsRoundTripAndBadOnesSayWhy) {
   const auto v = parse_variant_id(id);
   ASSERT_TRUE(v);
   EXPECT_EQ(v->base, "op/l/mm/f32/contiguous/forward");
-  ASSERT_EQ(v->shapes.size(), 2u);
-  EXPECT_EQ(v->shapes[1].second, (Shape{7, 16}));
+  ASSERT_EQ(v->inputs.size(), 2u);
+  EXPECT_EQ(v->inputs[1].input.shape, (Shape{7, 16}));
+  EXPECT_EQ(v->inputs[1].input.layout, InputLayout::Declared);
   EXPECT_FALSE(parse_variant_id("op/l/mm/f32/contiguous/forward"));
   EXPECT_THROW(parse_variant_id("op/l/mm@a"), BadVariantId);
   EXPECT_THROW(parse_variant_id("op/l/mm@a=2x-1"), BadVariantId);
   EXPECT_THROW(parse_variant_id("@a=2"), BadVariantId);
+}
+
+TEST(Explore, LayoutIdsRoundTripAndBadOnesSayWhy) {
+  const std::vector<InputShape> declared = {{"x", {4, 8, 16, 16}, "contiguous"}, {"w", {8}, "contiguous"}};
+  const std::string id = variant_id("op/p/avg/f32/contiguous/forward", declared,
+                                    std::vector<InputVariant>{{{4, 8, 16, 16}, InputLayout::ChannelsLast, 3},
+                                                              {{8}, InputLayout::Declared, 0}});
+  EXPECT_EQ(id, "op/p/avg/f32/contiguous/forward@x=4x8x16x16+cl+off3");
+  const auto v = parse_variant_id(id);
+  ASSERT_TRUE(v);
+  ASSERT_EQ(v->inputs.size(), 1u);
+  EXPECT_EQ(v->inputs[0].name, "x");
+  EXPECT_EQ(v->inputs[0].input.shape, (Shape{4, 8, 16, 16}));
+  EXPECT_EQ(v->inputs[0].input.layout, InputLayout::ChannelsLast);
+  EXPECT_EQ(v->inputs[0].input.storage_offset, 3);
+  const auto t = parse_variant_id("op/a@x=2x3+off1+t,w=8+c");
+  ASSERT_TRUE(t);
+  EXPECT_EQ(t->inputs[0].input.layout, InputLayout::Transposed);
+  EXPECT_EQ(t->inputs[0].input.storage_offset, 1);
+  EXPECT_EQ(t->inputs[1].input.layout, InputLayout::Contiguous);
+  for (const char* bad : {"op/a@x=2x3+off0", "op/a@x=2x3+cl+cl", "op/a@x=2x3+wide", "op/a@x=2x3+off1+off2",
+                          "op/a@x=2x3+", "op/a@x=2x3+off-1"}) {
+    try {
+      parse_variant_id(bad);
+      ADD_FAILURE() << bad << " was accepted";
+    } catch (const BadVariantId& e) {
+      EXPECT_NE(std::string(e.what()).find(bad), std::string::npos) << e.what();
+    }
+  }
+}
+
+// The sim's `offset` class: wrong only for a channels_last input at an odd storage offset, and
+// only where channels_last differs from contiguous (more than one channel and one pixel).
+TEST(Explore, ALayoutFailureIsMinimisedToItsLayoutAndOffset) {
+  const ShapedCase pool("op/pool/avg_pool2d/f32/contiguous/forward", {{"x", {2, 8, 16, 16}, "contiguous"}});
+  const auto out = explore_layouts_with(pool, [](const auto& in) {
+    const InputVariant& x = in.at("x");
+    return x.layout == InputLayout::ChannelsLast && x.storage_offset % 2 == 1 && x.shape[1] > 1 &&
+           x.shape[2] * x.shape[3] > 1;
+  });
+  ASSERT_EQ(out.findings.size(), 1u);
+  const ExploreFinding& f = out.findings[0];
+  EXPECT_EQ(f.id, "op/pool/avg_pool2d/f32/contiguous/forward@x=1x2x2x2+cl+off1");
+  EXPECT_EQ(f.pattern, "layout");
+  EXPECT_EQ(f.layout, "x channels_last at storage offset 1");
+  EXPECT_EQ(f.first_failing, 1);
+  EXPECT_EQ(f.summary, "wrong for x channels_last at storage offset 1; at offset 0 it passes, 2 passes and 3 fails "
+                       "(odd offsets), x contiguous at storage offset 1 passes");
+}
+
+TEST(Explore, AnOffsetThatFailsInAnyLayoutIsNotPinnedOnTheLayout) {
+  const ShapedCase c("op/x/y/f32/transposed/forward", {{"x", {6, 10}, "transposed"}});
+  const auto out = explore_layouts_with(c, [](const auto& in) { return in.at("x").storage_offset >= 2; });
+  ASSERT_EQ(out.findings.size(), 1u);
+  EXPECT_EQ(out.findings[0].id, "op/x/y/f32/transposed/forward@x=1x1+off2");
+  EXPECT_EQ(out.findings[0].layout, "x transposed at storage offset 2");
+  EXPECT_EQ(out.findings[0].summary, "wrong for x transposed at storage offset 2; at offset 0 it passes, offset 3 fails too");
+}
+
+TEST(Explore, LayoutsAreTriedOnlyWhereTheRankAllows) {
+  const ShapedCase c("op/x/y/f32/contiguous/forward", {{"v", {7}, "contiguous"}});
+  std::vector<std::string> ran;
+  EXPECT_TRUE(explore_layouts_with(c, [](const auto&) { return false; }, &ran).findings.empty());
+  for (const auto& id : ran) {
+    EXPECT_EQ(id.find("+t"), std::string::npos) << id;
+    EXPECT_EQ(id.find("+cl"), std::string::npos) << id;
+  }
+  EXPECT_NE(std::find(ran.begin(), ran.end(), "op/x/y/f32/contiguous/forward@v=7+off1"), ran.end());
+}
+
+TEST(Explore, FindingsBecomeFailingCasesUnderTheirVariantIdAndTheRestPassOrSkip) {
+  ExploreOutcome o;
+  ExploreFinding f;
+  f.base = "op/a/mm/f32/contiguous/forward";
+  f.id = f.base + "@a=1x10000,b=10000x1";
+  f.status = Status::Mismatch;
+  f.message = "out: 1 of 1 elements outside tolerance";
+  f.summary = "wrong from a[1]=b[0] = 10000; a[1]=b[0] = 9999 passes";
+  f.pattern = "from";
+  f.result.id = f.id;
+  f.result.status = Status::Mismatch;
+  f.result.target = "sim";
+  o.findings.push_back(f);
+  o.cases.push_back({f.base, 40, 2.0, "", true});
+  o.cases.push_back({"op/a/mm/f32/transposed/forward", 80, 3.0, "", true});
+  o.cases.push_back({"op/a/mm/f32/sliced/forward", 0, 0, "not explored: the run's budget was spent", false});
+  const std::vector<CaseResult> r = explore_case_results(o);
+  ASSERT_EQ(r.size(), 3u);
+  EXPECT_EQ(r[0].id, f.id);
+  EXPECT_EQ(r[0].status, Status::Mismatch);
+  EXPECT_EQ(r[0].target, "sim");
+  EXPECT_EQ(r[0].message, f.summary + "; " + f.message);
+  EXPECT_EQ(r[1].id, "op/a/mm/f32/transposed/forward");
+  EXPECT_EQ(r[1].status, Status::Pass);
+  EXPECT_EQ(r[1].message, "explored: 80 variants, no finding");
+  EXPECT_EQ(r[2].status, Status::Skip);
+  EXPECT_EQ(r[2].message, "not explored: the run's budget was spent");
+}
+
+// A variant still running when the case's budget runs out is stopped (the runner is given what is
+// left of it) and is no finding; exploring the case stops there.
+TEST(Explore, AVariantIsGivenOnlyWhatIsLeftOfTheBudgetAndStoppingItIsNoFinding) {
+  const ShapedCase mm("op/linalg/mm/f32/contiguous/forward", {{"a", {24, 40}}, {"b", {40, 16}}});
+  std::vector<double> limits;
+  int runs = 0;
+  const RunCase run = [&](const std::string& id, double limit_s) {
+    limits.push_back(limit_s);
+    CaseResult r;
+    r.id = id;
+    r.status = Status::Pass;
+    if (++runs == 5) {  // the runner stopped it at the limit
+      r.status = Status::Skip;
+      r.phase = kBudgetPhase;
+    }
+    return r;
+  };
+  ExploreOptions options;
+  options.case_budget_s = 30;
+  options.run_budget_s = 20;
+  std::ostringstream log;
+  const ExploreOutcome out = explore_cases({{&mm, no_plugin()}}, {}, run, options, log);
+  EXPECT_TRUE(out.findings.empty());
+  ASSERT_EQ(runs, 5);
+  for (double l : limits) {
+    EXPECT_GT(l, 0);
+    EXPECT_LE(l, 20.0);  // the run's budget is the shorter
+  }
+  ASSERT_EQ(out.cases.size(), 1u);
+  EXPECT_EQ(out.cases[0].note, "budget spent after 5 variants; no finding");
+  const auto results = explore_case_results(out);
+  ASSERT_EQ(results.size(), 1u);
+  EXPECT_NE(results[0].status, Status::Mismatch);
 }

@@ -43,6 +43,17 @@ inline std::string dtype_python(c10::ScalarType t) {
   }
 }
 
+inline std::string layout_name(Layout l) {
+  switch (l) {
+    case Layout::Contiguous: return "contiguous";
+    case Layout::Transposed: return "transposed";
+    case Layout::Sliced: return "sliced";
+    case Layout::ChannelsLast: return "channels_last";
+    case Layout::Expanded: return "expanded";
+  }
+  return "";
+}
+
 inline std::vector<int64_t> storage_shape(const Arg& a) {
   std::vector<int64_t> s = a.shape;
   switch (a.layout) {
@@ -65,6 +76,21 @@ inline std::vector<int64_t> storage_shape(const Arg& a) {
       break;
   }
   return s;
+}
+
+// `base` moved `a.storage_offset` elements into a longer buffer whose head is zeros: the same
+// values and shape, storage offset a.storage_offset. Differentiable, so `base` stays the leaf.
+inline at::Tensor apply_storage_offset(const at::Tensor& base, const Arg& a) {
+  if (a.storage_offset <= 0) return base;
+  const at::Tensor buffer = at::cat({at::zeros({a.storage_offset}, base.options()), base.reshape({-1})});
+  return buffer.narrow(0, a.storage_offset, base.numel()).view(base.sizes());
+}
+
+inline std::string python_storage_offset(const std::string& base, const Arg& a) {
+  if (a.storage_offset <= 0) return base;
+  const std::string k = std::to_string(a.storage_offset);
+  return "torch.cat([torch.zeros(" + k + ", dtype=" + base + ".dtype, device=" + base + ".device), " + base +
+         ".reshape(-1)])[" + k + ":].view(" + base + ".shape)";
 }
 
 inline at::Tensor apply_layout(const at::Tensor& base, const Arg& a) {

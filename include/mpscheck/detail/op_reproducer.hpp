@@ -29,7 +29,7 @@ inline std::string OpWorkload::reproducer(const ReproTarget& target) const {
     py << "    base = (" << python_draw(a, dtype_) << ").to(device=device, dtype=" << dt << ")\n";
     if (backward_ && a.grad && c10::isFloatingType(t)) py << "    base.requires_grad_(True)\n";
     py << "    leaves.append((\"" << a.name << "\", base))\n"
-       << "    args[\"" << a.name << "\"] = " << python_layout("base", a) << "\n";
+       << "    args[\"" << a.name << "\"] = " << python_layout(python_storage_offset("base", a), a) << "\n";
   }
   py << "    return leaves, args\n\n"
      << "def run(device, dtype):\n"

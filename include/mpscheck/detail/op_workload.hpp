@@ -44,7 +44,7 @@ class OpWorkload final : public Workload {
 
   std::vector<InputShape> input_shapes() const override {
     std::vector<InputShape> shapes;
-    for (const Arg& a : def_.args) shapes.push_back({a.name, a.shape});
+    for (const Arg& a : def_.args) shapes.push_back({a.name, a.shape, layout_name(a.layout)});
     return shapes;
   }
   // The args keep their fill, dtype and layout; only their shapes change (the layout views the
@@ -53,6 +53,27 @@ class OpWorkload final : public Workload {
     if (shapes.size() != def_.args.size()) return nullptr;
     OpDef d = def_;
     for (size_t i = 0; i < shapes.size(); ++i) d.args[i].shape = shapes[i];
+    return std::make_unique<OpWorkload>(std::move(d), variant_, dtype_, backward_);
+  }
+  // Also in other layouts and at storage offsets; nullptr for a layout the input's rank cannot take.
+  std::unique_ptr<Workload> with_inputs(const std::vector<InputVariant>& inputs) const override {
+    if (inputs.size() != def_.args.size()) return nullptr;
+    OpDef d = def_;
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      Arg& a = d.args[i];
+      a.shape = inputs[i].shape;
+      if (inputs[i].storage_offset < 0) return nullptr;
+      a.storage_offset = inputs[i].storage_offset;
+      switch (inputs[i].layout) {
+        case InputLayout::Declared: break;
+        case InputLayout::Contiguous: a.layout = Layout::Contiguous; break;
+        case InputLayout::Transposed: a.layout = Layout::Transposed; break;
+        case InputLayout::ChannelsLast: a.layout = Layout::ChannelsLast; break;
+      }
+      if ((a.layout == Layout::Transposed && a.shape.size() < 2) || (a.layout == Layout::ChannelsLast && a.shape.size() != 4) ||
+          ((a.layout == Layout::Sliced || a.layout == Layout::Expanded) && a.shape.empty()))
+        return nullptr;
+    }
     return std::make_unique<OpWorkload>(std::move(d), variant_, dtype_, backward_);
   }
 
@@ -79,7 +100,7 @@ class OpInstance final : public Instance {
       base = base.to(where.device, arg_dtype(a, w.case_dtype(), where.dtype));
       if (w.backward() && a.grad && c10::isFloatingType(base.scalar_type())) base.requires_grad_(true);
       leaves_.push_back(base);
-      views_.push_back(apply_layout(base, a));
+      views_.push_back(apply_layout(apply_storage_offset(base, a), a));
     }
   }
 
