@@ -12,7 +12,7 @@
 #include "core/probe.hpp"
 #include "core/run_loop.hpp"
 #include "core/run_plan.hpp"
-#include <mpscheck/version.hpp>
+#include "reports/version.hpp"
 #include "core/worker.hpp"
 #include "core/workflow.hpp"
 #include "core/input_spec.hpp"

@@ -1,6 +1,6 @@
 #include "core/config.hpp"
 #include "core/host_text.hpp"
-#include <mpscheck/version.hpp>
+#include "reports/version.hpp"
 #include "core/workflow.hpp"
 #include "reports/reporter.hpp"
 

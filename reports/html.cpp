@@ -1,4 +1,4 @@
-#include <mpscheck/version.hpp>
+#include "reports/version.hpp"
 #include "reports/reporter.hpp"
 #include "checks/memory.hpp"
 #include "reports/escape.hpp"

@@ -4,7 +4,7 @@
 #include "reports/writers.hpp"
 
 #include "util/untrusted_json.hpp"
-#include <mpscheck/version.hpp>
+#include "reports/version.hpp"
 
 #include <fmt/format.h>
 
