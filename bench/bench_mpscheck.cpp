@@ -248,6 +248,7 @@ struct HandLoops {
 
 // What every section reads.
 struct Bench {
+  explicit Bench(const Registry& r) : registry(r) {}
   const Registry& registry;
   ExecuteOptions options;                // a case timed in process: cpu, 1 s
   at::Generator g = gen(0);              // seed 0: the linear case's inputs, then (c)'s tensors
@@ -492,7 +493,7 @@ int main(int argc, char** argv) {
   PluginHost host;
   host.load_directory(MPSCHECK_PLUGINS_DIR);
   const Registry registry(host.workloads());
-  Bench bench{registry, {}};
+  Bench bench(registry);
   bench.options.target = parse_target("cpu");
   bench.options.min_time_s = 1.0;
   std::cout << std::unitbuf;
