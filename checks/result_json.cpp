@@ -1,6 +1,8 @@
 #include "checks/result.hpp"
+#include "checks/result_json.hpp"
 
 #include "util/text.hpp"
+#include "util/untrusted_json.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -212,5 +214,20 @@ void from_json(const nlohmann::json& j, CaseResult& r) {
   r.tier = j.value("tier", "");
   r.device_name = j.value("device_name", "");
 }
+
+namespace {
+// The fields the result model (and a report's or journal's header) reads as integers, with the
+// largest magnitude their type holds.
+double integer_limit(const std::string& key) {
+  if (key == "runs" || key == "first_diverging_layer_call") return static_cast<double>(std::numeric_limits<int>::max());
+  for (const char* k : {"numel", "mismatches", "first_mismatch", "nan_reference", "inf_reference", "nan_target",
+                        "inf_target", "shape", "schema_version", "mpscheck_journal", "cases", "seed",
+                        "peak_allocated_bytes", "driver_peak_bytes", "process_peak_bytes", "recommended_max_bytes"})
+    if (key == k) return 9.2e18;  // just under 2^63
+  return 0;
+}
+}  // namespace
+
+std::string bad_result_integer_field(const nlohmann::json& j) { return bad_integer_field(j, integer_limit); }
 
 }  // namespace mpscheck

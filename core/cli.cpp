@@ -1,6 +1,6 @@
 #include "core/config.hpp"
 #include "core/host_text.hpp"
-#include <mpscheck/version.hpp>
+#include "reports/version.hpp"
 #include "core/workflow.hpp"
 #include "reports/reporter.hpp"
 
@@ -94,10 +94,8 @@ po::options_description visible_options() {
   return all;
 }
 
-}  // namespace
-
-Config parse_command_line(int argc, const char* const* argv, std::string* out_text) {
-  po::options_description options = visible_options();
+// The command line against every option, visible and hidden (the subcommand and its arguments).
+po::variables_map parse_options(int argc, const char* const* argv, const po::options_description& options) {
   po::options_description hidden;
   hidden.add_options()("worker", "internal: run cases for a host over a pipe")
       ("command", po::value<std::string>(), "subcommand")
@@ -114,22 +112,11 @@ Config parse_command_line(int argc, const char* const* argv, std::string* out_te
   } catch (const po::error& e) {
     throw UsageError(fmt::format("{}; see 'mpscheck --help'", e.what()));
   }
+  return vm;
+}
 
-  Config c;
-  if (vm.count("help")) {
-    c.command = Command::Help;
-    if (out_text) {
-      std::ostringstream s;
-      s << options;
-      *out_text = s.str();
-    }
-    return c;
-  }
-  if (vm.count("version")) {
-    c.command = Command::Version;
-    if (out_text) *out_text = std::string("mpscheck ") + kVersion;
-    return c;
-  }
+// The subcommand and its arguments, each checked against what that subcommand takes.
+void read_command(const po::variables_map& vm, Config& c) {
   if (vm.count("command")) {
     const std::string cmd = vm["command"].as<std::string>();
     if (cmd == "env") c.command = Command::Env;
@@ -154,7 +141,10 @@ Config parse_command_line(int argc, const char* const* argv, std::string* out_te
   if (c.command == Command::Expect && !vm.count("from"))
     throw UsageError("expect drafts an expectations file from a report: mpscheck expect --from REPORT.json [-o FILE.expect]");
   if (vm.count("worker")) c.command = Command::Worker;
+}
 
+// Which cases, on which target, how long and where the reports go.
+void read_run_options(const po::variables_map& vm, Config& c) {
   c.all = vm.count("all") > 0;
   c.selection.ops = vm.count("ops") > 0;
   c.selection.models = vm.count("models") > 0;
@@ -219,6 +209,10 @@ Config parse_command_line(int argc, const char* const* argv, std::string* out_te
   }
   c.cells = vm.count("cells") > 0;
   if (c.cells && c.command != Command::Merge) throw UsageError("--cells goes with merge: mpscheck merge --cells A.json B.json -o OUT.json");
+}
+
+// --shard, with `auto` read from a test runner's GTEST_SHARD_* variables.
+void read_shard(Config& c) {
   // A test runner's GTEST_SHARD_* are read only when asked: an mpscheck started inside a sharded
   // test must not silently run a slice of its cases.
   const char* index = std::getenv("GTEST_SHARD_INDEX");
@@ -248,7 +242,10 @@ Config parse_command_line(int argc, const char* const* argv, std::string* out_te
       throw UsageError(e.what());
     }
   }
+}
 
+// The user's own model: --model, --input, --train, --eager, --model-for.
+void read_model_options(const po::variables_map& vm, Config& c) {
   if (vm.count("model")) c.model_path = vm["model"].as<std::string>();
   if (vm.count("input")) c.model_inputs = vm["input"].as<std::vector<std::string>>();
   c.train = vm.count("train") > 0;
@@ -270,6 +267,10 @@ Config parse_command_line(int argc, const char* const* argv, std::string* out_te
   }
   if (c.model_path.empty() && (!c.model_inputs.empty() || c.train || !c.model_for.empty()))
     throw UsageError("--input, --model-for and --train go with --model FILE.pt");
+}
+
+// What crosses to the workers, and the selection a --model run or an explore needs.
+void check_selection(Config& c) {
   // What the workers must open byte for byte crosses the worker protocol as JSON text: refused
   // here, in one line, rather than repaired into a name that does not exist. Everything else from
   // the command line is only reported, and is repaired where it enters a report.
@@ -288,6 +289,33 @@ Config parse_command_line(int argc, const char* const* argv, std::string* out_te
     throw UsageError("explore varies op cases: mpscheck explore --filter REGEX (or a case id it printed) [--target T]");
   if ((c.command == Command::Run) && !chose)
     throw UsageError("nothing selected: pass --all, --ops, --models or --filter REGEX (see 'mpscheck --help')");
+}
+
+}  // namespace
+
+Config parse_command_line(int argc, const char* const* argv, std::string* out_text) {
+  const po::options_description options = visible_options();
+  const po::variables_map vm = parse_options(argc, argv, options);
+  Config c;
+  if (vm.count("help")) {
+    c.command = Command::Help;
+    if (out_text) {
+      std::ostringstream s;
+      s << options;
+      *out_text = s.str();
+    }
+    return c;
+  }
+  if (vm.count("version")) {
+    c.command = Command::Version;
+    if (out_text) *out_text = std::string("mpscheck ") + kVersion;
+    return c;
+  }
+  read_command(vm, c);
+  read_run_options(vm, c);
+  read_shard(c);
+  read_model_options(vm, c);
+  check_selection(c);
   return c;
 }
 

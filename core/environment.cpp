@@ -3,7 +3,7 @@
 #include "core/host_text.hpp"
 #include "core/platform.hpp"
 #include "core/target.hpp"
-#include <mpscheck/version.hpp>
+#include "reports/version.hpp"
 
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>

@@ -1,6 +1,6 @@
 #include "core/journal.hpp"
 
-#include "util/untrusted_json.hpp"
+#include "checks/result_json.hpp"
 
 #include <fmt/format.h>
 
@@ -30,7 +30,7 @@ JournalContents parse_journal(const std::string& text, const std::string& path) 
       continue;
     }
     try {
-      if (j.is_discarded() || !j.is_object() || !bad_integer_field(j).empty())
+      if (j.is_discarded() || !j.is_object() || !bad_result_integer_field(j).empty())
         throw std::invalid_argument("not a result");
       c.results.push_back(j.get<CaseResult>());
     } catch (const std::exception&) {

@@ -1,6 +1,6 @@
 #include "core/worker_protocol.hpp"
 
-#include "util/untrusted_json.hpp"
+#include "checks/result_json.hpp"
 
 #include <fmt/format.h>
 
@@ -88,7 +88,7 @@ bool phase_is_target(const std::string& phase) { return phase.empty() || phase =
 
 CaseResult parse_result_message(const std::string& line, const std::string& expected_id) {
   const nlohmann::json j = parse_object(line);
-  if (const std::string bad = bad_integer_field(j); !bad.empty())
+  if (const std::string bad = bad_result_integer_field(j); !bad.empty())
     throw ProtocolError(fmt::format("the worker sent an unreadable result ('{}' is not an integer in range)", bad));
   CaseResult r;
   try {

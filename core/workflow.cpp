@@ -54,6 +54,100 @@ int compare_versions(const std::string& a, const std::string& b) {
   return 0;
 }
 
+namespace {
+
+// One line of an expectations file as it is read: each error names the file, the line, the line's
+// text and the format.
+struct ExpectationLine {
+  const std::string& file_name;
+  int n;
+  const std::string& raw;
+
+  ExpectationError fail(const std::string& what) const {
+    return ExpectationError(fmt::format("{}:{}: {} (line: '{}'); the format is PATTERN STATUS[|STATUS] "
+                                        "[target=T] [torch>=X] [torch<X] [os=TEXT] [os>=X] [os<X] [chip=TEXT] "
+                                        "[gpu=TEXT] [tier=NAME] [cause=CAUSE] [max_abs<=X] [max_rel<=X] "
+                                        "[count<=N] [# reason]",
+                                        file_name, n, what, raw));
+  }
+  // A bound's number: finite and not negative (a whole number for a count).
+  double bound(const std::string& w, std::size_t skip, bool whole = false) const {
+    const std::string text = w.substr(skip);
+    std::size_t used = 0;
+    double v = -1;
+    try {
+      v = std::stod(text, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used == 0 || used != text.size() || !std::isfinite(v) || v < 0 || (whole && v != std::floor(v)))
+      throw fail(fmt::format("'{}' needs a {} after '{}'", w, whole ? "whole number" : "number",
+                             w.substr(0, skip)));
+    return v;
+  }
+  // A key's text: not empty.
+  std::string value(const std::string& w, std::size_t skip) const {
+    if (w.size() == skip) throw fail(fmt::format("'{}' needs a value", w));
+    return w.substr(skip);
+  }
+  // A version: numbers separated by dots (15, 14.4, 26.0.1).
+  std::string version(const std::string& w, std::size_t skip) const {
+    const std::string v = w.substr(skip);
+    const bool ok = !v.empty() && v.front() != '.' && v.back() != '.' && v.find("..") == std::string::npos &&
+                    v.find_first_not_of("0123456789.") == std::string::npos;
+    if (!ok) throw fail(fmt::format("'{}' needs a version after '{}' (numbers and dots, e.g. 14.4)", w, w.substr(0, skip)));
+    return v;
+  }
+  // The second word: failure statuses separated by |, or * for any.
+  void read_statuses(const std::string& word, Expectation& e) const {
+    if (word == "*") return;
+    for (const auto& st : split(word, '|')) {
+      Status s;
+      try {
+        s = status_from_string(st);
+      } catch (const std::invalid_argument&) {
+        throw fail(fmt::format("unknown status '{}' (use mismatch, nan, unsupported, fallback, memory, error, crash, timeout or *)", st));
+      }
+      if (!is_finding(s)) throw fail(fmt::format("'{}' is not a failure status", st));
+      e.statuses.push_back(st);
+    }
+  }
+  // One condition after the status.
+  void read_condition(const std::string& w, Expectation& e) const {
+    if (w.rfind("target=", 0) == 0) e.target = w.substr(7);
+    else if (w.rfind("os=", 0) == 0) e.os = w.substr(3);
+    else if (w.rfind("torch>=", 0) == 0) e.torch_min = w.substr(7);
+    else if (w.rfind("torch<", 0) == 0) e.torch_below = w.substr(6);
+    else if (w.rfind("os>=", 0) == 0) e.os_min = version(w, 4);
+    else if (w.rfind("os<", 0) == 0) e.os_below = version(w, 3);
+    else if (w.rfind("chip=", 0) == 0) e.chip = value(w, 5);
+    else if (w.rfind("gpu=", 0) == 0) e.gpu = value(w, 4);
+    else if (w.rfind("tier=", 0) == 0) e.tier = value(w, 5);
+    else if (w.rfind("cause=", 0) == 0) e.cause = value(w, 6);
+    else if (w.rfind("max_abs<=", 0) == 0) e.max_abs = bound(w, 9);
+    else if (w.rfind("max_rel<=", 0) == 0) e.max_rel = bound(w, 9);
+    else if (w.rfind("count<=", 0) == 0) e.count = static_cast<std::int64_t>(bound(w, 7, true));
+    else throw fail(fmt::format("unknown condition '{}'", w));
+  }
+  // cause=: a known cause, and every status named is one of its.
+  void check_cause(const Expectation& e) const {
+    if (e.cause.empty()) return;
+    static const std::map<std::string, std::vector<std::string>> kCauses{
+        {"unimplemented", {"unsupported", "fallback"}}, {"accuracy", {"mismatch", "nan"}},
+        {"crash", {"crash", "timeout", "error"}},      {"performance", {}},
+        {"memory", {"memory"}}};
+    const auto cause = kCauses.find(e.cause);
+    if (cause == kCauses.end())
+      throw fail(fmt::format("unknown cause '{}' (use unimplemented, accuracy, crash, memory or performance)", e.cause));
+    for (const auto& st : e.statuses)
+      if (std::find(cause->second.begin(), cause->second.end(), st) == cause->second.end())
+        throw fail(fmt::format("status '{}' is never of cause '{}'{}", st, e.cause,
+                               e.cause == "performance" ? " (a performance line takes * as its status)" : ""));
+  }
+};
+
+}  // namespace
+
 std::vector<Expectation> parse_expectations(const std::string& text, const std::string& file_name) {
   std::vector<Expectation> out;
   std::istringstream in(text);
@@ -67,92 +161,19 @@ std::vector<Expectation> parse_expectations(const std::string& text, const std::
     }
     const auto words = split_ws(line);
     if (words.empty() || words[0][0] == '#') continue;
-    auto fail = [&](const std::string& what) {
-      return ExpectationError(fmt::format("{}:{}: {} (line: '{}'); the format is PATTERN STATUS[|STATUS] "
-                                          "[target=T] [torch>=X] [torch<X] [os=TEXT] [os>=X] [os<X] [chip=TEXT] "
-                                          "[gpu=TEXT] [tier=NAME] [cause=CAUSE] [max_abs<=X] [max_rel<=X] "
-                                          "[count<=N] [# reason]",
-                                          file_name, n, what, raw));
-    };
-    if (words.size() < 2) throw fail("a pattern needs a status after it");
-    // A bound's number: finite and not negative (a whole number for a count).
-    auto bound = [&](const std::string& w, std::size_t skip, bool whole = false) {
-      const std::string text = w.substr(skip);
-      std::size_t used = 0;
-      double v = -1;
-      try {
-        v = std::stod(text, &used);
-      } catch (const std::exception&) {
-        used = 0;
-      }
-      if (used == 0 || used != text.size() || !std::isfinite(v) || v < 0 || (whole && v != std::floor(v)))
-        throw fail(fmt::format("'{}' needs a {} after '{}'", w, whole ? "whole number" : "number",
-                               w.substr(0, skip)));
-      return v;
-    };
-    // A key's text: not empty.
-    auto value = [&](const std::string& w, std::size_t skip) {
-      if (w.size() == skip) throw fail(fmt::format("'{}' needs a value", w));
-      return w.substr(skip);
-    };
-    // A version: numbers separated by dots (15, 14.4, 26.0.1).
-    auto version = [&](const std::string& w, std::size_t skip) {
-      const std::string v = w.substr(skip);
-      const bool ok = !v.empty() && v.front() != '.' && v.back() != '.' && v.find("..") == std::string::npos &&
-                      v.find_first_not_of("0123456789.") == std::string::npos;
-      if (!ok) throw fail(fmt::format("'{}' needs a version after '{}' (numbers and dots, e.g. 14.4)", w, w.substr(0, skip)));
-      return v;
-    };
+    const ExpectationLine at{file_name, n, raw};
+    if (words.size() < 2) throw at.fail("a pattern needs a status after it");
     Expectation e;
     e.line = n;
     e.pattern_text = words[0];
     try {
       e.pattern = user_regex(words[0]);
     } catch (const std::regex_error& err) {
-      throw fail(fmt::format("'{}' is not a valid regular expression", words[0]));
+      throw at.fail(fmt::format("'{}' is not a valid regular expression", words[0]));
     }
-    if (words[1] != "*") {
-      for (const auto& st : split(words[1], '|')) {
-        Status s;
-        try {
-          s = status_from_string(st);
-        } catch (const std::invalid_argument&) {
-          throw fail(fmt::format("unknown status '{}' (use mismatch, nan, unsupported, fallback, memory, error, crash, timeout or *)", st));
-        }
-        if (!is_finding(s)) throw fail(fmt::format("'{}' is not a failure status", st));
-        e.statuses.push_back(st);
-      }
-    }
-    for (size_t i = 2; i < words.size(); ++i) {
-      const std::string& w = words[i];
-      if (w.rfind("target=", 0) == 0) e.target = w.substr(7);
-      else if (w.rfind("os=", 0) == 0) e.os = w.substr(3);
-      else if (w.rfind("torch>=", 0) == 0) e.torch_min = w.substr(7);
-      else if (w.rfind("torch<", 0) == 0) e.torch_below = w.substr(6);
-      else if (w.rfind("os>=", 0) == 0) e.os_min = version(w, 4);
-      else if (w.rfind("os<", 0) == 0) e.os_below = version(w, 3);
-      else if (w.rfind("chip=", 0) == 0) e.chip = value(w, 5);
-      else if (w.rfind("gpu=", 0) == 0) e.gpu = value(w, 4);
-      else if (w.rfind("tier=", 0) == 0) e.tier = value(w, 5);
-      else if (w.rfind("cause=", 0) == 0) e.cause = value(w, 6);
-      else if (w.rfind("max_abs<=", 0) == 0) e.max_abs = bound(w, 9);
-      else if (w.rfind("max_rel<=", 0) == 0) e.max_rel = bound(w, 9);
-      else if (w.rfind("count<=", 0) == 0) e.count = static_cast<std::int64_t>(bound(w, 7, true));
-      else throw fail(fmt::format("unknown condition '{}'", w));
-    }
-    if (!e.cause.empty()) {
-      static const std::map<std::string, std::vector<std::string>> kCauses{
-          {"unimplemented", {"unsupported", "fallback"}}, {"accuracy", {"mismatch", "nan"}},
-          {"crash", {"crash", "timeout", "error"}},      {"performance", {}},
-          {"memory", {"memory"}}};
-      const auto cause = kCauses.find(e.cause);
-      if (cause == kCauses.end())
-        throw fail(fmt::format("unknown cause '{}' (use unimplemented, accuracy, crash, memory or performance)", e.cause));
-      for (const auto& st : e.statuses)
-        if (std::find(cause->second.begin(), cause->second.end(), st) == cause->second.end())
-          throw fail(fmt::format("status '{}' is never of cause '{}'{}", st, e.cause,
-                                 e.cause == "performance" ? " (a performance line takes * as its status)" : ""));
-    }
+    at.read_statuses(words[1], e);
+    for (size_t i = 2; i < words.size(); ++i) at.read_condition(words[i], e);
+    at.check_cause(e);
     e.reason = reason;
     while (!e.reason.empty() && e.reason.front() == ' ') e.reason.erase(0, 1);
     out.push_back(std::move(e));

@@ -1,4 +1,4 @@
-#include <mpscheck/version.hpp>
+#include "reports/version.hpp"
 #include "reports/reporter.hpp"
 #include "checks/memory.hpp"
 #include "reports/escape.hpp"
@@ -410,33 +410,9 @@ std::string environment_section(const RunReport& report) {
   return h + "</table>\n</details>\n</section>\n";
 }
 
-}  // namespace
-
-std::string render_html(const RunReport& report) {
-  const auto counts = count_by_status(report.cases);
-  const std::vector<const CaseResult*> findings = findings_worst_first(report);
-  const std::string target = run_value(report, "target"), torch = run_value(report, "torch_version");
-
-  std::string h = "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
-                  "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n";
-  h += fmt::format("<title>mpscheck: {} findings, target {}</title>\n", findings.size(), html_escape(target));
-  h += std::string("<style>") + kStyle + "</style>\n</head>\n<body>\n";
-
-  // The answer first: what was run, the recommendation per workload class, the totals, then the
-  // findings grouped by op. The environment comes last, folded.
-  h += fmt::format("<header>\n<h1>mpscheck report: target {}, torch {}</h1>\n", html_escape(target), html_escape(torch));
-  h += fmt::format("<p class=\"sub\">{} cases, {} findings. Reference: CPU float32. Written by mpscheck {}.</p>\n",
-                   report.cases.size(), findings.size(), kVersion);
-  if (report.run.contains("dtypes") && report.run.at("dtypes").is_string())
-    h += fmt::format("<p class=\"note\">{}.</p>\n", html_escape(report.run.at("dtypes").get<std::string>()));
-  h += fmt::format("<p class=\"tier\">Device tier: <b>{}</b>{}</p>\n", html_escape(tier_name(report.environment)),
-                   tier_sentence(report.environment).empty() ? "." : ". " + html_escape(tier_sentence(report.environment)) + ".");
-  h += "</header>\n";
-  h += verdict_section(report, counts);
-  h += findings_section(findings_by_op(report), findings.size());
-  h += fingerprint_section(findings_by_fingerprint(report.cases, report.known_issues));
-
-  // Speed: chart per case (per family when there are many), then the table.
+// Speed: chart per case (per family when there are many), then the table.
+std::string speed_section(const RunReport& report) {
+  std::string h;
   std::vector<const CaseResult*> timed;
   for (const auto& c : report.cases)
     if (c.speedup > 0 && std::isfinite(c.speedup)) timed.push_back(&c);
@@ -497,8 +473,12 @@ std::string render_html(const RunReport& report) {
     h += "</tbody></table>\n";
   }
   h += "</section>\n";
+  return h;
+}
 
-  // Error magnitudes: findings with figures first, then the passing cases closest to failing.
+// Error magnitudes: findings with figures first, then the passing cases closest to failing.
+std::string errors_section(const RunReport& report) {
+  std::string h;
   std::vector<const CaseResult*> with_error, passing;
   for (const auto& c : report.cases)
     if (max_abs_error(c) >= 0) (is_finding(c.status) ? with_error : passing).push_back(&c);
@@ -519,10 +499,12 @@ std::string render_html(const RunReport& report) {
     h += "</p>\n" + error_chart(with_error);
   }
   h += "</section>\n";
+  return h;
+}
 
-  h += "<section id=\"coverage\">\n<h2>Coverage: operator &#215; dtype</h2>\n" + coverage_matrix(report) + "</section>\n";
-
-  // Every case, in run order.
+// Every case, in run order.
+std::string cases_section(const RunReport& report) {
+  std::string h;
   h += "<section id=\"cases\">\n<h2>All cases</h2>\n<table class=\"sortable\"><thead><tr><th>case</th><th>status</th>"
        "<th>max abs error</th><th>speedup</th><th>wall time</th><th>peak memory</th><th>message</th></tr></thead><tbody>\n";
   for (const auto& c : report.cases) {
@@ -538,6 +520,40 @@ std::string render_html(const RunReport& report) {
     h += fmt::format("<td>{}</td></tr>\n", html_escape(shorten(c.message, 160)));
   }
   h += "</tbody></table>\n</section>\n";
+  return h;
+}
+
+}  // namespace
+
+std::string render_html(const RunReport& report) {
+  const auto counts = count_by_status(report.cases);
+  const std::vector<const CaseResult*> findings = findings_worst_first(report);
+  const std::string target = run_value(report, "target"), torch = run_value(report, "torch_version");
+
+  std::string h = "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+                  "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n";
+  h += fmt::format("<title>mpscheck: {} findings, target {}</title>\n", findings.size(), html_escape(target));
+  h += std::string("<style>") + kStyle + "</style>\n</head>\n<body>\n";
+
+  // The answer first: what was run, the recommendation per workload class, the totals, then the
+  // findings grouped by op. The environment comes last, folded.
+  h += fmt::format("<header>\n<h1>mpscheck report: target {}, torch {}</h1>\n", html_escape(target), html_escape(torch));
+  h += fmt::format("<p class=\"sub\">{} cases, {} findings. Reference: CPU float32. Written by mpscheck {}.</p>\n",
+                   report.cases.size(), findings.size(), kVersion);
+  if (report.run.contains("dtypes") && report.run.at("dtypes").is_string())
+    h += fmt::format("<p class=\"note\">{}.</p>\n", html_escape(report.run.at("dtypes").get<std::string>()));
+  h += fmt::format("<p class=\"tier\">Device tier: <b>{}</b>{}</p>\n", html_escape(tier_name(report.environment)),
+                   tier_sentence(report.environment).empty() ? "." : ". " + html_escape(tier_sentence(report.environment)) + ".");
+  h += "</header>\n";
+  h += verdict_section(report, counts);
+  h += findings_section(findings_by_op(report), findings.size());
+  h += fingerprint_section(findings_by_fingerprint(report.cases, report.known_issues));
+
+  h += speed_section(report);
+  h += errors_section(report);
+  h += "<section id=\"coverage\">\n<h2>Coverage: operator &#215; dtype</h2>\n" + coverage_matrix(report) + "</section>\n";
+
+  h += cases_section(report);
   h += environment_section(report);
 
   h += std::string("<script>") + kScript + "</script>\n</body>\n</html>\n";

@@ -3,8 +3,8 @@
 #include "reports/reporter.hpp"
 #include "reports/writers.hpp"
 
-#include "util/untrusted_json.hpp"
-#include <mpscheck/version.hpp>
+#include "checks/result_json.hpp"
+#include "reports/version.hpp"
 
 #include <fmt/format.h>
 
@@ -60,7 +60,7 @@ RunReport read_json_report(const std::string& path) {
   for (const auto& [object, key] : {std::pair{"run", "target"}, {"environment", "torch_version"}, {"environment", "os"}})
     if (j.contains(object) && j.at(object).contains(key) && !j.at(object).at(key).is_string())
       throw ReportError(fmt::format("{}: {}.{} is not a string; is it an mpscheck report?", path, object, key));
-  if (const std::string bad = bad_integer_field(j); !bad.empty())
+  if (const std::string bad = bad_result_integer_field(j); !bad.empty())
     throw ReportError(fmt::format("{}: a case entry is malformed ('{}' is not an integer in range)", path, bad));
   RunReport r;
   try {

@@ -27,27 +27,9 @@ std::string run_text(const RunReport& report, const char* key, const char* fallb
   return fallback;
 }
 
-}  // namespace
-
-std::string render_markdown(const RunReport& report) {
-  const auto counts = count_by_status(report.cases);
-  const std::vector<const CaseResult*> findings = findings_worst_first(report);
-
-  std::string md = fmt::format("# mpscheck report: target {}, torch {}\n\n",
-                               markdown_escape(run_text(report, "target", "?")),
-                               markdown_escape(run_text(report, "torch_version", "?")));
-  md += fmt::format("**{} cases, {} findings.** ", report.cases.size(), findings.size());
-  std::string parts;
-  for (const auto& [status, n] : counts) parts += fmt::format("{}{} {}", parts.empty() ? "" : ", ", n, to_string(status));
-  md += parts.empty() ? "No cases ran.\n\n" : parts + ".\n\n";
-
-  if (report.run.contains("dtypes") && report.run.at("dtypes").is_string())
-    md += markdown_escape(report.run.at("dtypes").get<std::string>()) + ".\n\n";
-  md += fmt::format("Device tier: **{}**.", tier_name(report.environment));
-  if (const std::string tier = tier_sentence(report.environment); !tier.empty()) md += " " + markdown_escape(tier) + ".";
-  md += "\n\n";
-
-  // The answer first: the recommendation per workload class, blocked classes first.
+// The answer first: the recommendation per workload class, blocked classes first.
+std::string verdict_section(const RunReport& report) {
+  std::string md;
   const std::vector<RankedClass> rows = classes_blocked_first(report);
   if (!rows.empty()) {
     int by_rank[5] = {0, 0, 0, 0, 0};
@@ -64,10 +46,14 @@ std::string render_markdown(const RunReport& report) {
       md += fmt::format("| … {} more classes (in the HTML report) | | | | |\n", rows.size() - kClassRowsMax);
     md += "\n";
   }
+  return md;
+}
 
-  // Findings grouped by op: one row per op, its statuses per dtype and its worst case.
+// Findings grouped by op: one row per op, its statuses per dtype and its worst case.
+std::string op_section(const RunReport& report, std::size_t findings) {
+  std::string md;
   const std::vector<OpGroup> groups = findings_by_op(report);
-  md += fmt::format("## Findings by op ({} in {} op{})\n\n", findings.size(), groups.size(), groups.size() == 1 ? "" : "s");
+  md += fmt::format("## Findings by op ({} in {} op{})\n\n", findings, groups.size(), groups.size() == 1 ? "" : "s");
   if (groups.empty()) {
     md += "None: every case passed or was skipped.\n\n";
   } else {
@@ -94,8 +80,12 @@ std::string render_markdown(const RunReport& report) {
                         "| | | | | |\n", groups.size() - kGroupRowsMax);
     md += "\n";
   }
+  return md;
+}
 
-  // Findings by fingerprint: one upstream report covers a group; known ones name their issue.
+// Findings by fingerprint: one upstream report covers a group; known ones name their issue.
+std::string fingerprint_section(const RunReport& report) {
+  std::string md;
   const std::vector<FingerprintGroup> prints = findings_by_fingerprint(report.cases, report.known_issues);
   if (!prints.empty()) {
     const auto known = std::count_if(prints.begin(), prints.end(), [](const auto& g) { return g.known != "new"; });
@@ -114,11 +104,12 @@ std::string render_markdown(const RunReport& report) {
       md += fmt::format("| … {} more fingerprints (in the JSON report) | | | |\n", prints.size() - kGroupRowsMax);
     md += "\n";
   }
+  return md;
+}
 
-  md += "| Status | Cases |\n|---|---:|\n";
-  for (const auto& [status, n] : counts) md += fmt::format("| {} | {} |\n", to_string(status), n);
-  md += fmt::format("| **total** | **{}** |\n\n", report.cases.size());
-
+// Speed of the passing cases: the fastest and the slowest few.
+std::string speed_section(const RunReport& report) {
+  std::string md;
   std::vector<const CaseResult*> timed;
   for (const auto& c : report.cases)
     if (c.status == Status::Pass && c.speedup > 0 && c.reference_time && c.target_time) timed.push_back(&c);
@@ -148,8 +139,12 @@ std::string render_markdown(const RunReport& report) {
     }
     md += "\n";
   }
+  return md;
+}
 
-  // Memory: the cases that need the most of it on the target, against what the device recommends.
+// Memory: the cases that need the most of it on the target, against what the device recommends.
+std::string memory_section(const RunReport& report) {
+  std::string md;
   std::vector<const CaseResult*> measured;
   for (const auto& c : report.cases)
     if (c.memory && c.memory->peak_allocated >= 0) measured.push_back(&c);
@@ -171,13 +166,51 @@ std::string render_markdown(const RunReport& report) {
                         measured.size() - kSpeedRowsEachEnd);
     md += "\n";
   }
+  return md;
+}
 
+// The environment and the command, each value shortened.
+std::string environment_section(const RunReport& report) {
+  std::string md;
   md += "## Environment\n\n";
   for (const auto& key : environment_keys(report.environment))
     md += fmt::format("- **{}**: {}\n", markdown_escape(key),
                       markdown_escape(shorten(json_value_text(report.environment.at(key)), 300)));
   if (report.run.contains("command"))
     md += fmt::format("- **command**: {}\n", markdown_escape(shorten(json_value_text(report.run.at("command")), 300)));
+  return md;
+}
+
+}  // namespace
+
+std::string render_markdown(const RunReport& report) {
+  const auto counts = count_by_status(report.cases);
+  const std::vector<const CaseResult*> findings = findings_worst_first(report);
+
+  std::string md = fmt::format("# mpscheck report: target {}, torch {}\n\n",
+                               markdown_escape(run_text(report, "target", "?")),
+                               markdown_escape(run_text(report, "torch_version", "?")));
+  md += fmt::format("**{} cases, {} findings.** ", report.cases.size(), findings.size());
+  std::string parts;
+  for (const auto& [status, n] : counts) parts += fmt::format("{}{} {}", parts.empty() ? "" : ", ", n, to_string(status));
+  md += parts.empty() ? "No cases ran.\n\n" : parts + ".\n\n";
+
+  if (report.run.contains("dtypes") && report.run.at("dtypes").is_string())
+    md += markdown_escape(report.run.at("dtypes").get<std::string>()) + ".\n\n";
+  md += fmt::format("Device tier: **{}**.", tier_name(report.environment));
+  if (const std::string tier = tier_sentence(report.environment); !tier.empty()) md += " " + markdown_escape(tier) + ".";
+  md += "\n\n";
+
+  md += verdict_section(report);
+  md += op_section(report, findings.size());
+  md += fingerprint_section(report);
+  md += "| Status | Cases |\n|---|---:|\n";
+  for (const auto& [status, n] : counts) md += fmt::format("| {} | {} |\n", to_string(status), n);
+  md += fmt::format("| **total** | **{}** |\n\n", report.cases.size());
+
+  md += speed_section(report);
+  md += memory_section(report);
+  md += environment_section(report);
   return md;
 }
 

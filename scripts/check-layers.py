@@ -5,7 +5,12 @@
                                    ^
                                 plugins/
 
-A file may include from its own layer and from the layers to its left. Two exceptions to plain
+A file may include from its own layer and from the layers to its left. Inside core/, the same rule
+holds between its sub-layers (CORE_TIERS below, lowest first):
+
+    base  <-  workloads  <-  execution  <-  commands
+
+Two exceptions to plain
 rank: the SDK is installed and util/ is not, so the SDK may not include util/; and a plugin sees
 the SDK alone (and files in its own plugins/ folder tree), never the host. The SDK's headers may
 name no third-party header but LibTorch's and Boost's, the two its installed target provides.
@@ -21,6 +26,7 @@ Python 3 standard library only. Exit 0: every include points down; 1: at least o
 2: usage error or an include that resolves to no file.
 """
 
+import fnmatch
 import os
 import re
 import sys
@@ -46,6 +52,30 @@ RULE = {
     "core": "core/ includes only util/, the SDK, checks/, reports/ and core/",
     "plugins": "a plugin includes only the SDK (<mpscheck/...>) and files in plugins/",
 }
+# core/'s sub-layers, lowest first, each a list of file-name patterns (a file's name without its
+# folder; `execute*` also covers the files a split of execute.cpp makes). Derived from the include
+# graph (`--graph` prints it); a core/ file matching no pattern is an error, so a new file is placed
+# on purpose. A file includes only from its own sub-layer and those below it.
+CORE_TIERS = [
+    # The host's vocabulary and its files: the platform, targets, plugins and the case registry,
+    # configuration and the command line, the environment, the journal, expectations, references.
+    ("base", ["platform.*", "target.*", "host_text.*", "elf_deps.*", "plugin_host.*", "registry.*", "user_regex.*",
+              "device_tier.*", "device_memory.*", "environment.*", "journal.*", "run_plan.*", "input_spec.*",
+              "reference_cache.*", "case_variant*", "config.*", "cli.*", "workflow.*", "layer_repro.*",
+              "worker_protocol.*"]),
+    # Cases from outside a plugin's catalog: TorchScript and .pt2 models, and the catalog that loads
+    # plugins and models together.
+    ("workloads", ["torchscript_workload.*", "pt2_workload.*", "case_catalog.*"]),
+    # Running cases: one case measured (execute, timed rounds), the worker process and its probe, the
+    # run loop over many, and explore's variants.
+    ("execution", ["execute*", "case_steps.*", "timed_rounds*", "probe.*", "worker.*", "run_loop*", "explore*"]),
+    # The program: a run's steps and outputs, the subcommands, main.
+    ("commands", ["report_outputs.*", "run_setup.*", "commands.*", "app.*", "main.*"]),
+]
+CORE_TIER_NAMES = [name for name, _ in CORE_TIERS]
+CORE_RULE = ("inside core/ a file includes only its own sub-layer and those below: "
+             + " <- ".join(CORE_TIER_NAMES) + " (scripts/check-layers.py, CORE_TIERS)")
+
 SCANNED = ["include", "util", "checks", "reports", "core", "plugins"]
 EXTENSIONS = (".cpp", ".cc", ".hpp", ".h", ".inc", ".ipp")
 INCLUDE = re.compile(r'^\s*#\s*include\s*([<"])([^">]+)[">]')
@@ -62,6 +92,15 @@ def layer_of(rel):
     for name in ORDER:
         if rel.startswith(FOLDER[name]):
             return name
+    return None
+
+
+def core_tier(rel):
+    """The index in CORE_TIERS of a core/ file, or None when no pattern matches it."""
+    name = rel.replace(os.sep, "/").rsplit("/", 1)[-1]
+    for index, (_, patterns) in enumerate(CORE_TIERS):
+        if any(fnmatch.fnmatch(name, p) for p in patterns):
+            return index
     return None
 
 
@@ -97,6 +136,7 @@ def main(argv):
 
     problems, unresolved = [], []
     counts = {}  # (from layer, to layer) -> includes
+    core_counts = {}  # (from core tier, to core tier) -> includes
     files = 0
     for top in SCANNED:
         for folder, dirs, names in os.walk(os.path.join(root, top)):
@@ -110,6 +150,10 @@ def main(argv):
                 if own is None:
                     continue
                 files += 1
+                own_tier = core_tier(rel) if own == "core" else None
+                if own == "core" and own_tier is None:
+                    problems.append(f"{rel}:1: core/{name} is in no sub-layer of core/: add it to CORE_TIERS "
+                                    "in scripts/check-layers.py")
                 with open(path, encoding="utf-8", errors="replace") as f:
                     for number, line in enumerate(f, 1):
                         m = INCLUDE.match(line)
@@ -127,6 +171,14 @@ def main(argv):
                         counts[(own, to)] = counts.get((own, to), 0) + 1
                         if to not in ALLOWED[own]:
                             problems.append(f"{rel}:{number}: includes {to_rel} ({FOLDER[to]}): {RULE[own]}")
+                        elif own == "core" and to == "core" and own_tier is not None:
+                            to_tier = core_tier(to_rel)
+                            if to_tier is None:
+                                continue  # reported as a file of its own
+                            core_counts[(own_tier, to_tier)] = core_counts.get((own_tier, to_tier), 0) + 1
+                            if to_tier > own_tier:
+                                problems.append(f"{rel}:{number}: includes {to_rel} (core/ {CORE_TIER_NAMES[to_tier]}) "
+                                                f"from core/ {CORE_TIER_NAMES[own_tier]}: {CORE_RULE}")
 
     if "--graph" in flags:
         width = max(len(n) for n in ORDER)
@@ -139,6 +191,15 @@ def main(argv):
                 mark = "" if n == 0 or b in ALLOWED[a] else "!"
                 cells.append(f"{(str(n) + mark) if n else '.':>{width}}")
             print(f"{a:>{width}}  " + "  ".join(cells))
+        width = max(len(n) for n in CORE_TIER_NAMES)
+        print("inside core/, includes from (row) to (column):")
+        print(" " * (width + 2) + "  ".join(f"{n:>{width}}" for n in CORE_TIER_NAMES))
+        for a in range(len(CORE_TIERS)):
+            cells = []
+            for b in range(len(CORE_TIERS)):
+                n = core_counts.get((a, b), 0)
+                cells.append(f"{(str(n) + ('!' if b > a else '')) if n else '.':>{width}}")
+            print(f"{CORE_TIER_NAMES[a]:>{width}}  " + "  ".join(cells))
     for line in unresolved:
         print(line)
     for line in problems:
@@ -146,7 +207,8 @@ def main(argv):
     includes = sum(counts.values())
     if problems:
         print(f"check-layers: {len(problems)} include(s) break the layer rules; the direction is "
-              "util <- SDK <- checks <- reports <- core, plugins see the SDK only (CONTRIBUTING.md, Layers)")
+              "util <- SDK <- checks <- reports <- core, plugins see the SDK only, and inside core/ "
+              + " <- ".join(CORE_TIER_NAMES) + " (CONTRIBUTING.md, Layers)")
         return 1
     if unresolved:
         print(f"check-layers: {len(unresolved)} include(s) name no file in the tree")

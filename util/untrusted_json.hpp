@@ -1,6 +1,8 @@
 // Checks on JSON that came from outside (reports, journals, a worker's lines) before it is turned
-// into results: nlohmann converts a float to an integer field with a plain cast, which is undefined
+// into values: nlohmann converts a float to an integer field with a plain cast, which is undefined
 // behaviour when the value does not fit (UBSan in tests/fuzz/fuzz_report_json on "runs": 1e300).
+// Which fields are integers is the format's knowledge, not util's: the caller passes it
+// (checks/result_json.hpp has mpscheck's).
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -9,8 +11,12 @@
 
 namespace mpscheck {
 
-// Empty when every integer field of the results in `j` (runs, numel, shape, mismatch counts, ...)
-// holds a value its C++ type can take; otherwise names the first field that does not.
-std::string bad_integer_field(const nlohmann::json& j);
+// The largest magnitude the integer field named `key` may hold, or 0 when `key` is no integer field.
+using IntegerFieldLimit = double (*)(const std::string& key);
+
+// Empty when every integer field of `j`, at any depth (and each number of an array such a field
+// holds), is a value below its limit; otherwise the key of the first that is not. A float that is
+// not finite never fits; an integer always does (nlohmann has read it into an integer type).
+std::string bad_integer_field(const nlohmann::json& j, IntegerFieldLimit limit_of);
 
 }  // namespace mpscheck
