@@ -243,10 +243,11 @@ void at_synchronize() {
   if (error) TORCH_CHECK(false, *error);
 }
 
-bool run_planted(const c10::OperatorHandle& op, Stack* s) {
-  if (switchboard().empty()) return false;
-  const std::string& name = op.schema().operator_name().name;
+namespace {
 
+// The failure classes: wrong layouts, sizes, dtypes, errors, crashes, hangs, races. Nothing when no
+// planted class matches the op; else whether the op ran here.
+std::optional<bool> run_failure_classes(const c10::OperatorHandle& op, Stack* s) {
   if (planted("transposed") && is(op, "aten::gelu")) {
     const at::Tensor x = arg(op, *s, 0).toTensor();
     if (x.is_contiguous()) return false;
@@ -334,6 +335,11 @@ bool run_planted(const c10::OperatorHandle& op, Stack* s) {
     });
     return true;
   }
+  return std::nullopt;
+}
+
+// The subtle classes: a scale, small elements, a training step, random outliers.
+std::optional<bool> run_subtle_classes(const c10::OperatorHandle& op, Stack* s) {
   if (planted("scale") && (is_matmul(op) || is(op, "aten::_softmax"))) {
     // The operand that sets the dtype: addmm's and baddbmm's first is the bias, which may be a scalar-like view.
     const size_t operand = is(op, "aten::addmm") || is(op, "aten::baddbmm") ? 1 : 0;
@@ -369,6 +375,11 @@ bool run_planted(const c10::OperatorHandle& op, Stack* s) {
     });
     return true;
   }
+  return std::nullopt;
+}
+
+// The shape and layout classes, which no fixed case reaches: explore finds them.
+std::optional<bool> run_shape_classes(const c10::OperatorHandle& op, Stack* s) {
   if (planted("k-threshold") && is(op, "aten::mm")) {
     // A kernel that splits long dot products into chunks and mis-weights the last chunk of one
     // element (a blocked-reduction bug); no fixed case's mm has K anywhere near it.
@@ -416,6 +427,15 @@ bool run_planted(const c10::OperatorHandle& op, Stack* s) {
     run_then_edit(op, s, [&](at::Tensor& out) { out.copy_(wrong); });
     return true;
   }
+  return std::nullopt;
+}
+
+}  // namespace
+
+bool run_planted(const c10::OperatorHandle& op, Stack* s) {
+  if (switchboard().empty()) return false;
+  for (auto* classes : {run_failure_classes, run_subtle_classes, run_shape_classes})
+    if (const std::optional<bool> ran = classes(op, s)) return *ran;
   if (planted("ulp-noise") && is_noisy(op)) {
     const at::Tensor exact = widened_result(op, *s);  // before the op: an in-place one changes self
     run_then_edit(op, s, [&](at::Tensor& host) {
@@ -430,7 +450,6 @@ bool run_planted(const c10::OperatorHandle& op, Stack* s) {
     });
     return true;
   }
-  (void)name;
   return false;
 }
 
