@@ -367,13 +367,17 @@ ExploreFinding CaseExplorer::shrink_and_bisect(size_t g, std::int64_t failing,
   ExploreFinding f;
   f.base = base_;
   f.dimension = groups_[g].name;
-  if (!pass) {
-    const Trial t = trial(with(sizes, g, hi));
-    f.id = id_at(with(sizes, g, hi));
+  // The finding's id and verdict: the failing size's, run once more.
+  auto fail_at = [&](std::int64_t size) {
+    const Trial t = trial(with(sizes, g, size));
+    f.id = id_at(with(sizes, g, size));
     f.status = t.result.status;
     f.message = t.result.message;
     f.result = t.result;
-    f.first_failing = hi;
+    f.first_failing = size;
+  };
+  if (!pass) {
+    fail_at(hi);
     f.pattern = budget ? "unbisected" : "every-size";
     f.summary = budget ? fmt::format("wrong at {} = {} (budget spent before a passing size was found)", f.dimension, hi)
                        : fmt::format("wrong at {} = {} and at every other size tried", f.dimension, hi);
@@ -391,12 +395,7 @@ ExploreFinding CaseExplorer::shrink_and_bisect(size_t g, std::int64_t failing,
       break;
     }
   }
-  const Trial at = trial(with(sizes, g, hi));
-  f.id = id_at(with(sizes, g, hi));
-  f.status = at.result.status;
-  f.message = at.result.message;
-  f.result = at.result;
-  f.first_failing = hi;
+  fail_at(hi);
   f.last_passing = lo;
   if (budget) {
     f.pattern = "unbisected";

@@ -170,6 +170,20 @@ def function_name(header):
     return (qual.group(1).replace(" ", "") + m.group(1)) if m else head.strip()[-40:]
 
 
+def past_block(code, i, line):
+    """From just inside an open brace at i - 1: the index past its matching brace, and the line there."""
+    depth = 1
+    while i < len(code) and depth:
+        if code[i] == "{":
+            depth += 1
+        elif code[i] == "}":
+            depth -= 1
+        elif code[i] == "\n":
+            line += 1
+        i += 1
+    return i, line
+
+
 def functions(text):
     """(name, first line, last line) of each function at namespace or class scope."""
     code = blank(text)
@@ -197,15 +211,7 @@ def functions(text):
             if kind == "function":
                 start = header_line or line
                 name = function_name("".join(header))
-                depth, j, end_line = 1, i + 1, line
-                while j < n and depth:
-                    if code[j] == "{":
-                        depth += 1
-                    elif code[j] == "}":
-                        depth -= 1
-                    elif code[j] == "\n":
-                        end_line += 1
-                    j += 1
+                j, end_line = past_block(code, i + 1, line)
                 found.append((name, start, end_line))
                 line = end_line
                 i = j
@@ -217,15 +223,7 @@ def functions(text):
                 i += 1
                 continue
             # An initializer or enum: skip to its matching brace, keeping it in the header.
-            depth, j = 1, i + 1
-            while j < n and depth:
-                if code[j] == "{":
-                    depth += 1
-                elif code[j] == "}":
-                    depth -= 1
-                elif code[j] == "\n":
-                    line += 1
-                j += 1
+            j, line = past_block(code, i + 1, line)
             header.append("{}")
             i = j
             continue
