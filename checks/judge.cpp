@@ -59,6 +59,9 @@ Outputs owned(Outputs outs, const char* side) {
 
 namespace {
 
+// float16 and bfloat16: the dtypes the reduced-precision rules, baseline and witness are for.
+bool is_reduced(c10::ScalarType dtype) { return dtype == c10::kHalf || dtype == c10::kBFloat16; }
+
 // Runs the CPU float64 gold and decides, for every failing output, whether the target or float32
 // itself is the fragile side (checks/verdict.hpp). Turns the verdict into pass when float32 is.
 void attribute(const Workload& w, CaseHost& host, const Outputs& ref_out,
@@ -76,7 +79,7 @@ void attribute(const Workload& w, CaseHost& host, const Outputs& ref_out,
   std::map<std::string, at::Tensor> ref_by_name = by_name(ref_out);
   // For reduced precision: the same case from inputs and weights rounded to that dtype.
   std::map<std::string, at::Tensor> rounded;
-  if (dtype == c10::kHalf || dtype == c10::kBFloat16) {
+  if (is_reduced(dtype)) {
     try {
       Placement p{c10::Device(c10::kCPU), c10::kFloat, Side::Reference};
       p.round_inputs_to = dtype;
@@ -88,7 +91,7 @@ void attribute(const Workload& w, CaseHost& host, const Outputs& ref_out,
   // intermediate gives (checks/compare.hpp). On a CPU target it would be the target itself. A CPU
   // without a kernel for the dtype gives no witness, and the rule stands on the baseline alone.
   std::map<std::string, at::Tensor> witness;
-  if ((dtype == c10::kHalf || dtype == c10::kBFloat16) && device.type() != c10::kCPU) {
+  if (is_reduced(dtype) && device.type() != c10::kCPU) {
     try {
       witness = by_name(host.run(Placement{c10::Device(c10::kCPU), dtype, Side::Reference}, "CPU witness"));
     } catch (...) {
@@ -170,7 +173,7 @@ void localise(const Workload& w, CaseHost& host, c10::Device device, c10::Scalar
     if (witnesses_traced) return;
     witnesses_traced = true;
     gold_by_call = trace_or_empty(host, Placement{c10::Device(c10::kCPU), c10::kDouble, Side::Gold});
-    if (dtype == c10::kHalf || dtype == c10::kBFloat16) {
+    if (is_reduced(dtype)) {
       Placement p{c10::Device(c10::kCPU), c10::kFloat, Side::Reference};
       p.round_inputs_to = dtype;
       rounded_by_call = trace_or_empty(host, p);
@@ -246,7 +249,7 @@ void judge_case(const Workload& w, CaseHost& host, const Outputs& ref_out, const
     else {
       // Reduced precision: the plain tolerance's atol is a few rounding units of this output's own
       // scale, and a signed bias the elements hide is screened for and sent to float64.
-      const bool reduced = dtype == c10::kHalf || dtype == c10::kBFloat16;
+      const bool reduced = is_reduced(dtype);
       if (reduced) {
         tols[o.name] = scaled_to_output(tols[o.name], dtype, finite_rms(o.value), w.family(), o.name);
         // A parameter's update is the difference of two parameters, each rounded to the dtype: it
