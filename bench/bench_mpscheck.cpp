@@ -188,7 +188,10 @@ struct HandLoops {
     pairs = {
         {"op/linalg/linear/f32/contiguous/forward",
          [this]() -> std::function<void()> {
-           return [x = lx.clone(), w = lw.clone(), b = lb.clone()] { at::NoGradGuard ng; (void)at::linear(x, w, b); };
+           return [x = lx.clone(), w = lw.clone(), b = lb.clone()] {
+             at::NoGradGuard ng;
+             (void)at::linear(x, w, b);
+           };
          }},
         {"op/conv/conv2d/f32/contiguous/forward",
          [this]() -> std::function<void()> {
@@ -199,7 +202,10 @@ struct HandLoops {
          }},
         {"op/softmax/softmax/f32/contiguous/forward",
          [this]() -> std::function<void()> {
-           return [x = sx.clone()] { at::NoGradGuard ng; (void)at::softmax(x, -1); };
+           return [x = sx.clone()] {
+             at::NoGradGuard ng;
+             (void)at::softmax(x, -1);
+           };
          }},
         // A backward case: the op's forward with gradients on, then backward of the sum of its output
         // weighted by a grad_output drawn once (float32, from the seed + 1 generator), the leaves'
@@ -235,14 +241,19 @@ struct HandLoops {
       return loss;
     };
     pairs.push_back({"model/mlp/infer", [net = mlp, &in = mlp_x]() -> std::function<void()> {
-                       return [net, x = in.clone()] { at::NoGradGuard ng; (void)net->forward(x); };
+                       return [net, x = in.clone()] {
+                         at::NoGradGuard ng;
+                         (void)net->forward(x);
+                       };
                      }});
     pairs.push_back({"model/mnist_cnn/infer", [net = cnn, &in = mnist_x]() -> std::function<void()> {
-                       return [net, x = in.clone()] { at::NoGradGuard ng; (void)net->forward(x); };
+                       return [net, x = in.clone()] {
+                         at::NoGradGuard ng;
+                         (void)net->forward(x);
+                       };
                      }});
-    pairs.push_back({"model/mlp/train", [train_step]() -> std::function<void()> {
-                       return [train_step] { (void)train_step(); };
-                     }});
+    pairs.push_back(
+        {"model/mlp/train", [train_step]() -> std::function<void()> { return [train_step] { (void)train_step(); }; }});
   }
 };
 
@@ -250,19 +261,21 @@ struct HandLoops {
 struct Bench {
   explicit Bench(const Registry& r) : registry(r) {}
   const Registry& registry;
-  ExecuteOptions options;                // a case timed in process: cpu, 1 s
-  at::Generator g = gen(0);              // seed 0: the linear case's inputs, then (c)'s tensors
-  std::unique_ptr<HandLoops> hand;       // (a)'s loops, made before any section runs
-  std::string dir;                       // the scratch folder of the mpscheck runs
+  ExecuteOptions options;           // a case timed in process: cpu, 1 s
+  at::Generator g = gen(0);         // seed 0: the linear case's inputs, then (c)'s tensors
+  std::unique_ptr<HandLoops> hand;  // (a)'s loops, made before any section runs
+  std::string dir;                  // the scratch folder of the mpscheck runs
 };
 
 // (d) and (e): the op cases of a few families, --quick, untimed.
-const std::string kVerdictFilter = "--ops --quick --min-time 0 --target cpu --filter '^op/(activation|reduction|linalg)/'";
+const std::string kVerdictFilter =
+    "--ops --quick --min-time 0 --target cpu --filter '^op/(activation|reduction|linalg)/'";
 
 // (a) The hand networks compute what the cases compute.
 void check_hand_networks(Bench& b) {
   const HandLoops& loops = *b.hand;
-  std::cout << "(a) check: the hand-written networks reproduce the cases' outputs (largest difference; 0 = bit for bit)\n";
+  std::cout
+      << "(a) check: the hand-written networks reproduce the cases' outputs (largest difference; 0 = bit for bit)\n";
   auto case_outputs = [&](const std::string& id) {
     const RegisteredWorkload* w = b.registry.find(id);
     if (!w) return Outputs{};
@@ -270,10 +283,12 @@ void check_hand_networks(Bench& b) {
   };
   {
     at::NoGradGuard ng;
-    std::cout << fmt::format("  model/mlp/infer       out          {:.3g}\n",
-                             disagreement(output_named(case_outputs("model/mlp/infer"), "out"), loops.mlp->forward(loops.mlp_x)));
-    std::cout << fmt::format("  model/mnist_cnn/infer out          {:.3g}\n",
-                             disagreement(output_named(case_outputs("model/mnist_cnn/infer"), "out"), loops.cnn->forward(loops.mnist_x)));
+    std::cout << fmt::format(
+        "  model/mlp/infer       out          {:.3g}\n",
+        disagreement(output_named(case_outputs("model/mlp/infer"), "out"), loops.mlp->forward(loops.mlp_x)));
+    std::cout << fmt::format(
+        "  model/mnist_cnn/infer out          {:.3g}\n",
+        disagreement(output_named(case_outputs("model/mnist_cnn/infer"), "out"), loops.cnn->forward(loops.mnist_x)));
   }
   {
     const Outputs trained = case_outputs("model/mlp/train");
@@ -336,7 +351,8 @@ void section_a(Bench& b) {
 void section_b(Bench& b) {
   const std::string b_filter =
       "--filter 'model/(mlp|mnist_cnn)/|op/(linalg/linear|conv/conv2d|softmax/softmax)/f32/contiguous/forward'";
-  std::cout << "\n(b) host cost per case (everything but the timed loops) vs its compute (one reference + one target iteration)\n";
+  std::cout << "\n(b) host cost per case (everything but the timed loops) vs its compute (one reference + one target "
+               "iteration)\n";
   const double untimed_s = run_mpscheck(b.dir, b_filter + " --target cpu --jobs 1 --min-time 0 --json untimed.json");
   const double timed_s = run_mpscheck(b.dir, b_filter + " --target cpu --jobs 1 --min-time 0.2 --json timed.json");
   try {
@@ -384,11 +400,12 @@ void section_b(Bench& b) {
 // relative difference of 1e-7 leaves all but a few elements equal, so those pairs are measured
 // once more with about a third of the elements a rounding step or two apart ("differing": 3e-4
 // and 2e-3 apart before rounding; float16 with rtol 4e-3, as 1e-3 is not two steps), where ties
-// with the largest error so far are common. The last column is the share of elements that differ. Both run on one thread and are timed in
-// that thread's CPU time: on a shared machine the time the scheduler gives to other processes
+// with the largest error so far are common. The last column is the share of elements that differ. Both run on one
+// thread and are timed in that thread's CPU time: on a shared machine the time the scheduler gives to other processes
 // would otherwise land on whichever side it happened to interrupt.
 void section_c(Bench& b) {
-  std::cout << "\n(c) compare_tensors throughput vs memcpy (one thread each, thread CPU time; 16M elements per tensor)\n";
+  std::cout
+      << "\n(c) compare_tensors throughput vs memcpy (one thread each, thread CPU time; 16M elements per tensor)\n";
   std::cout << fmt::format("  {:<32} {:>10} {:>10} {:>8} {:>8}\n", "reference vs target", "compare", "memcpy", "ratio",
                            "differ");
   const int64_t n = 16 << 20;
@@ -458,8 +475,8 @@ void section_d(Bench& b) {
 // second computes only the target side. A run without the cache, just before, is the baseline
 // both are set against.
 void section_e(Bench& b) {
-  std::cout << "\n(e) reference cache: a run without it, a first run (fills it), a second run (uses it), " << kVerdictFilter
-            << " --jobs 1\n";
+  std::cout << "\n(e) reference cache: a run without it, a first run (fills it), a second run (uses it), "
+            << kVerdictFilter << " --jobs 1\n";
   const std::string cache = b.dir + "/reference-cache";
   std::filesystem::remove_all(cache);
   const std::string e_args = fmt::format("{} --jobs 1 --reference-cache '{}'", kVerdictFilter, cache);
@@ -469,10 +486,12 @@ void section_e(Bench& b) {
   try {
     if (plain < 0 || first < 0 || second < 0) throw std::runtime_error("an mpscheck run failed");
     const RunReport rep = read_json_report(b.dir + "/cache2.json");
-    const auto cached = std::count_if(rep.cases.begin(), rep.cases.end(), [](const CaseResult& c) { return c.reference_cached; });
-    std::cout << fmt::format("  without {:.1f} s, first {:.1f} s, second {:.1f} s ({} of {} cases from the cache)\n", plain,
-                             first, second, cached, rep.cases.size());
-    std::cout << fmt::format("  speed-up first/second {:.2f}x, without/second {:.2f}x\n", first / second, plain / second);
+    const auto cached =
+        std::count_if(rep.cases.begin(), rep.cases.end(), [](const CaseResult& c) { return c.reference_cached; });
+    std::cout << fmt::format("  without {:.1f} s, first {:.1f} s, second {:.1f} s ({} of {} cases from the cache)\n",
+                             plain, first, second, cached, rep.cases.size());
+    std::cout << fmt::format("  speed-up first/second {:.2f}x, without/second {:.2f}x\n", first / second,
+                             plain / second);
   } catch (const std::exception& e) {
     std::cout << "  failed: " << e.what() << '\n';
   }

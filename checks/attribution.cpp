@@ -19,10 +19,14 @@ bool is_reduced(c10::ScalarType t) { return t == c10::kHalf || t == c10::kBFloat
 // The largest finite value of `dtype`.
 double largest_finite(c10::ScalarType dtype) {
   switch (dtype) {
-    case c10::kHalf: return 65504.0;
-    case c10::kBFloat16: return static_cast<double>(std::numeric_limits<c10::BFloat16>::max());
-    case c10::kFloat: return static_cast<double>(std::numeric_limits<float>::max());
-    default: return std::numeric_limits<double>::max();
+    case c10::kHalf:
+      return 65504.0;
+    case c10::kBFloat16:
+      return static_cast<double>(std::numeric_limits<c10::BFloat16>::max());
+    case c10::kFloat:
+      return static_cast<double>(std::numeric_limits<float>::max());
+    default:
+      return std::numeric_limits<double>::max();
   }
 }
 
@@ -37,9 +41,10 @@ double overflow_threshold(c10::ScalarType dtype) {
 
 // The rounding below the normal range: the smallest subnormal.
 double smallest_subnormal(c10::ScalarType t) {
-  return t == at::kHalf ? std::ldexp(1.0, -24) : t == at::kBFloat16 ? std::ldexp(1.0, -133)
-                                             : t == at::kFloat      ? std::ldexp(1.0, -149)
-                                                                    : 0.0;
+  return t == at::kHalf       ? std::ldexp(1.0, -24)
+         : t == at::kBFloat16 ? std::ldexp(1.0, -133)
+         : t == at::kFloat    ? std::ldexp(1.0, -149)
+                              : 0.0;
 }
 
 // Magnitude bins of the per-element rule: one per binade of |g| (frexp's exponent), zero in bin 0.
@@ -122,12 +127,13 @@ GoldJudge::GoldJudge(Attribution& a, const at::Tensor& gold, const at::Tensor& r
   b_ = usable ? rounded.detach().to(at::kCPU).reshape({-1}) : g_;
   // The CPU's own run in the target dtype (accelerator targets only): every intermediate rounded
   // as an honest device rounds it. Without one, the witness is gold itself and adds nothing.
-  witnessed_ = reduced_ && witness.defined() && witness.sizes() == gold.sizes() &&
-               c10::isFloatingType(witness.scalar_type());
+  witnessed_ =
+      reduced_ && witness.defined() && witness.sizes() == gold.sizes() && c10::isFloatingType(witness.scalar_type());
   a_.witnessed = witnessed_;
   w_ = witnessed_ ? witness.detach().to(at::kCPU).reshape({-1}) : g_;
-  const c10::ScalarType rounding_dtype =
-      reduced_ ? target_dtype : target.scalar_type() == at::kDouble ? at::kFloat : target.scalar_type();
+  const c10::ScalarType rounding_dtype = reduced_                              ? target_dtype
+                                         : target.scalar_type() == at::kDouble ? at::kFloat
+                                                                               : target.scalar_type();
   u_ = unit_roundoff(rounding_dtype);
   const c10::ScalarType range_dtype = target_dtype == at::kDouble ? at::kDouble : rounding_dtype;
   beyond_ = overflow_threshold(range_dtype);
@@ -161,8 +167,8 @@ void GoldJudge::for_each_chunk(Pass&& pass) const {
 // Pass 1: the RMSEs (each over the elements where gold is representable and that side finite),
 // the honest error per magnitude bin, and the signed sums of the bias rule.
 void GoldJudge::sum_errors() {
-  for_each_chunk([&](std::int64_t, std::int64_t len, const double* g, const double* r, const double* t,
-                     const double* b, const double* w) {
+  for_each_chunk([&](std::int64_t, std::int64_t len, const double* g, const double* r, const double* t, const double* b,
+                     const double* w) {
     for (std::int64_t i = 0; i < len; ++i) {
       if (!representable(g[i])) {
         // No part in the sums; a side that is non-finite there still has an infinite RMSE, as a figure.
@@ -170,10 +176,14 @@ void GoldJudge::sum_errors() {
         continue;
       }
       const double sign = g[i] < 0 ? -1.0 : 1.0;
-      if (std::isfinite(r[i])) sr_.add(r[i] - g[i]), bias_r_ += (r[i] - g[i]) * sign;
-      else r_nonfinite_ = true;
-      if (std::isfinite(t[i])) st_.add(t[i] - g[i]), bias_t_ += (t[i] - g[i]) * sign;
-      else t_nonfinite_ = true;
+      if (std::isfinite(r[i]))
+        sr_.add(r[i] - g[i]), bias_r_ += (r[i] - g[i]) * sign;
+      else
+        r_nonfinite_ = true;
+      if (std::isfinite(t[i]))
+        st_.add(t[i] - g[i]), bias_t_ += (t[i] - g[i]) * sign;
+      else
+        t_nonfinite_ = true;
       if (!reduced_) continue;
       if (std::isfinite(b[i])) sb_.add(b[i] - g[i]), bias_b_ += (b[i] - g[i]) * sign;
       if (witnessed_ && std::isfinite(w[i])) sw_.add(w[i] - g[i]), bias_w_ += (w[i] - g[i]) * sign;
@@ -297,8 +307,7 @@ void GoldJudge::element_rule() {
         const double local = local_error(g[i], r[i], b[i], w[i]);
         // Reduced precision: the local spread, plus the fast path's atol (scale-relative, and 0 for
         // outputs of one rounding per element).
-        const double spread =
-            reduced_ && !tol_.trajectory ? pooled_[magnitude_bin(g[i])] + tol_.atol : global_spread;
+        const double spread = reduced_ && !tol_.trajectory ? pooled_[magnitude_bin(g[i])] + tol_.atol : global_spread;
         allowed = kElementMultiplier * local + spread + rounding(std::abs(g[i]));
         bad = err > allowed;
         a_.excess.element = std::max(a_.excess.element, excess_of(err, allowed));

@@ -19,9 +19,7 @@ using compare_detail::fast_pair;
 
 namespace {
 
-std::string shape_string(at::IntArrayRef s) {
-  return fmt::format("[{}]", fmt::join(s.begin(), s.end(), ", "));
-}
+std::string shape_string(at::IntArrayRef s) { return fmt::format("[{}]", fmt::join(s.begin(), s.end(), ", ")); }
 
 bool is_integral(c10::ScalarType t) { return !c10::isFloatingType(t) && !c10::isComplexType(t); }
 
@@ -79,10 +77,14 @@ std::string index_string(std::int64_t flat, const std::vector<std::int64_t>& sha
 
 double unit_roundoff(c10::ScalarType dtype) {
   switch (dtype) {
-    case c10::kHalf: return std::ldexp(1.0, -11);
-    case c10::kBFloat16: return std::ldexp(1.0, -8);
-    case c10::kDouble: return std::ldexp(1.0, -53);
-    default: return std::ldexp(1.0, -24);
+    case c10::kHalf:
+      return std::ldexp(1.0, -11);
+    case c10::kBFloat16:
+      return std::ldexp(1.0, -8);
+    case c10::kDouble:
+      return std::ldexp(1.0, -53);
+    default:
+      return std::ldexp(1.0, -24);
   }
 }
 
@@ -136,8 +138,10 @@ OutputReport compare_tensors(const std::string& name, const at::Tensor& referenc
     stats.scan_fast(ref.contiguous(), tgt.contiguous());
   } else if (same_native) {
     const at::Tensor r = ref.contiguous(), t = tgt.contiguous();
-    if (rt == at::kFloat) stats.scan(r.data_ptr<float>(), t.data_ptr<float>(), 0, o.numel);
-    else stats.scan(r.data_ptr<double>(), t.data_ptr<double>(), 0, o.numel);
+    if (rt == at::kFloat)
+      stats.scan(r.data_ptr<float>(), t.data_ptr<float>(), 0, o.numel);
+    else
+      stats.scan(r.data_ptr<double>(), t.data_ptr<double>(), 0, o.numel);
   } else {
     constexpr std::int64_t kChunk = std::int64_t{1} << 20;
     const c10::ScalarType wide = integral ? at::kLong : complex ? at::kComplexDouble : at::kDouble;
@@ -145,9 +149,12 @@ OutputReport compare_tensors(const std::string& name, const at::Tensor& referenc
       const std::int64_t len = std::min(kChunk, o.numel - begin);
       const at::Tensor r = ref.narrow(0, begin, len).to(wide).contiguous();
       const at::Tensor t = tgt.narrow(0, begin, len).to(wide).contiguous();
-      if (integral) stats.scan(r.data_ptr<std::int64_t>(), t.data_ptr<std::int64_t>(), begin, len);
-      else if (complex) stats.scan_complex(r.data_ptr<c10::complex<double>>(), t.data_ptr<c10::complex<double>>(), begin, len);
-      else stats.scan(r.data_ptr<double>(), t.data_ptr<double>(), begin, len);
+      if (integral)
+        stats.scan(r.data_ptr<std::int64_t>(), t.data_ptr<std::int64_t>(), begin, len);
+      else if (complex)
+        stats.scan_complex(r.data_ptr<c10::complex<double>>(), t.data_ptr<c10::complex<double>>(), begin, len);
+      else
+        stats.scan(r.data_ptr<double>(), t.data_ptr<double>(), begin, len);
     }
   }
   stats.fill(o);
@@ -170,7 +177,8 @@ OutputReport compare_tensors(const std::string& name, const at::Tensor& referenc
   };
   const std::int64_t shown =
       (o.first_mismatch >= 0 && !(finite_at(ref, o.first_mismatch) && finite_at(tgt, o.first_mismatch)))
-          ? o.first_mismatch : worst;
+          ? o.first_mismatch
+          : worst;
   o.reference_value = value_at(ref, shown);
   o.target_value = value_at(tgt, shown);
   if (complex) {
@@ -237,8 +245,8 @@ OutputReport compare_index(const std::string& name, const at::Tensor& reference,
   o.max_abs = (rflat - tflat).abs().max().item<double>();
   if (!o.ok)
     o.note = fmt::format("at {} the target's index {} selects {:.6g}, the reference's index {} selects {:.6g}",
-                         index_string(shown, o.shape), static_cast<std::int64_t>(o.target_value),
-                         by_value.target_value, static_cast<std::int64_t>(o.reference_value), by_value.reference_value);
+                         index_string(shown, o.shape), static_cast<std::int64_t>(o.target_value), by_value.target_value,
+                         static_cast<std::int64_t>(o.reference_value), by_value.reference_value);
   else if (o.max_abs > 0)
     o.note = "indices differ only between tied values";
   return o;
@@ -248,8 +256,8 @@ OutputReport compare_statistics(const std::string& name, const at::Tensor& refer
                                 const at::Tensor& se_reference, const at::Tensor& /*se_target*/, double sigmas,
                                 double unit) {
   // The statistics' own dtype is no contract: any floating dtype will do.
-  const c10::ScalarType any_float = target.defined() && c10::isFloatingType(target.scalar_type())
-                                        ? target.scalar_type() : c10::ScalarType::Undefined;
+  const c10::ScalarType any_float =
+      target.defined() && c10::isFloatingType(target.scalar_type()) ? target.scalar_type() : c10::ScalarType::Undefined;
   OutputReport o = compare_tensors(name, reference, target, Tolerance{0, 0}, any_float);
   o.rule = Rule::Statistics;
   if (!reference.defined() || !target.defined() || reference.sizes() != target.sizes() || o.numel == 0) return o;
@@ -278,11 +286,12 @@ OutputReport compare_statistics(const std::string& name, const at::Tensor& refer
     o.first_mismatch = i;
     o.reference_value = r[i].item<double>();
     o.target_value = t[i].item<double>();
-    o.note = fmt::format("statistic {} differs by {:.3g}, {:.1f} standard errors of the reference's sample "
-                         "(allowed {:.3g}: {} sigmas plus rounding)",
-                         index_string(i, o.shape), diff[i].item<double>(),
-                         se[i].item<double>() > 0 ? diff[i].item<double>() / se[i].item<double>() : 0.0,
-                         allowed[i].item<double>(), sigmas);
+    o.note = fmt::format(
+        "statistic {} differs by {:.3g}, {:.1f} standard errors of the reference's sample "
+        "(allowed {:.3g}: {} sigmas plus rounding)",
+        index_string(i, o.shape), diff[i].item<double>(),
+        se[i].item<double>() > 0 ? diff[i].item<double>() / se[i].item<double>() : 0.0, allowed[i].item<double>(),
+        sigmas);
   }
   return o;
 }

@@ -385,9 +385,12 @@ struct FloatSource {
   const float* block(std::int64_t begin, std::int64_t len, float* buffer) const {
     if (dtype == at::kFloat) return static_cast<const float*>(data) + begin;
     const auto* bits = static_cast<const std::uint16_t*>(data) + begin;
-    if (dtype == at::kBFloat16) widen_bfloat16(bits, buffer, len);
-    else if (f16c) widen_half_f16c(bits, buffer, len);
-    else widen_half(bits, buffer, len);
+    if (dtype == at::kBFloat16)
+      widen_bfloat16(bits, buffer, len);
+    else if (f16c)
+      widen_half_f16c(bits, buffer, len);
+    else
+      widen_half(bits, buffer, len);
     return buffer;
   }
 };
@@ -448,8 +451,10 @@ void scan_blocks(ElementStats& s, const Source& rs_in, const Source& ts_in, std:
 }  // namespace
 
 void ElementStats::scan_fast(const at::Tensor& r, const at::Tensor& t) {
-  if (r.scalar_type() == at::kDouble) scan_blocks(*this, DoubleSource::of(r), DoubleSource::of(t), r.numel());
-  else scan_blocks(*this, FloatSource::of(r), FloatSource::of(t), r.numel());
+  if (r.scalar_type() == at::kDouble)
+    scan_blocks(*this, DoubleSource::of(r), DoubleSource::of(t), r.numel());
+  else
+    scan_blocks(*this, FloatSource::of(r), FloatSource::of(t), r.numel());
 }
 
 bool fast_pair(c10::ScalarType rt, c10::ScalarType tt, const Tolerance& tol) {

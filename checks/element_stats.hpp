@@ -14,7 +14,6 @@
 
 namespace mpscheck::compare_detail {
 
-
 // The element-wise statistics of one comparison, gathered in a single pass.
 struct ElementStats {
   explicit ElementStats(const Tolerance& tol) : atol(tol.atol), rtol(tol.rtol) {}
@@ -64,8 +63,7 @@ struct ElementStats {
   }
 
   // Complex values: both parts count, |t - r| is the modulus of the difference.
-  void scan_complex(const c10::complex<double>* r, const c10::complex<double>* t, std::int64_t offset,
-                    std::int64_t n) {
+  void scan_complex(const c10::complex<double>* r, const c10::complex<double>* t, std::int64_t offset, std::int64_t n) {
     auto same = [](double a, double b) { return (std::isnan(a) && std::isnan(b)) || a == b; };
     for (std::int64_t i = 0; i < n; ++i) {
       const double rr = r[i].real(), ri = r[i].imag(), tr = t[i].real(), ti = t[i].imag();

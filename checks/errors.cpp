@@ -18,9 +18,7 @@ std::string lower(std::string_view text) {
   return m;
 }
 
-bool contains(const std::string& haystack, const char* needle) {
-  return haystack.find(needle) != std::string::npos;
-}
+bool contains(const std::string& haystack, const char* needle) { return haystack.find(needle) != std::string::npos; }
 
 // A phrase LibTorch or MPS uses to say the device lacks something: every part must appear, in
 // order (lowercase; the parts around the op or dtype name that varies).

@@ -48,8 +48,8 @@ Outputs owned(Outputs outs, const char* side) {
   std::set<std::string> names;
   for (auto& o : outs) {
     if (!names.insert(o.name).second)
-      throw std::runtime_error(fmt::format("the {} gave two outputs named {}; each output needs its own name", side,
-                                           o.name));
+      throw std::runtime_error(
+          fmt::format("the {} gave two outputs named {}; each output needs its own name", side, o.name));
     if (o.value.defined()) o.value = o.value.detach().clone();
     if (o.indexes_into.defined()) o.indexes_into = o.indexes_into.detach().clone();
     if (o.standard_error.defined()) o.standard_error = o.standard_error.detach().clone();
@@ -121,8 +121,8 @@ void attribute(const Workload& w, CaseHost& host, const Outputs& ref_out,
     failing.push_back(f);
   }
   // A witnessed training case's gradients and updates are judged as a family (checks/verdict.hpp).
-  const std::string family = w.kind() == Kind::Model ? judge_training_family(failing, gold, ref_by_name, rounded, witness,
-                                                                             target_by_name, tols, dtype)
+  const std::string family = w.kind() == Kind::Model ? judge_training_family(failing, gold, ref_by_name, rounded,
+                                                                             witness, target_by_name, tols, dtype)
                                                      : std::string();
   decide_attribution(failing, v, r.attribution);
   if (v.status != Status::Pass) v.message += family;
@@ -205,15 +205,17 @@ void localise(const Workload& w, CaseHost& host, c10::Device device, c10::Scalar
     if (!layer_diverges(rep, &a)) continue;  // an honest side is as far from float64 here
     r.first_diverging_layer = layer.name;
     r.first_diverging_layer_call = call + 1;
-    const int runs = std::count_if(ref_layers.begin(), ref_layers.end(), [&](const Output& o) { return o.name == layer.name; });
+    const int runs =
+        std::count_if(ref_layers.begin(), ref_layers.end(), [&](const Output& o) { return o.name == layer.name; });
     r.message += fmt::format("; first diverging layer: {}{} ({} of {} elements, max abs error {:.3g})", layer.name,
                              runs > 1 ? fmt::format(" (call {} of {})", call + 1, runs) : std::string(), rep.mismatches,
                              rep.numel, rep.max_abs);
     r.layer = std::move(rep);
     return;
   }
-  r.message += "; every traced layer agrees in the first pass from the initial weights (forward, and backward for "
-               "training): the divergence builds up over training steps (the optimizer, or error that compounds)";
+  r.message +=
+      "; every traced layer agrees in the first pass from the initial weights (forward, and backward for "
+      "training): the divergence builds up over training steps (the optimizer, or error that compounds)";
 }
 
 }  // namespace
@@ -274,10 +276,11 @@ void judge_case(const Workload& w, CaseHost& host, const Outputs& ref_out, const
         const SignedBias b = signed_bias(o.value, tv);
         if (std::abs(b.mean) > kBiasScreenUnits * unit_roundoff(dtype)) {
           rep.ok = false;
-          rep.note = fmt::format("the target is {:.2g}% too {} on average against the float32 reference "
-                                 "(standard error {:.2g}%), more than rounding in {} should give",
-                                 100 * std::abs(b.mean), b.mean > 0 ? "large" : "small", 100 * b.se,
-                                 dtype == c10::kHalf ? "float16" : "bfloat16");
+          rep.note = fmt::format(
+              "the target is {:.2g}% too {} on average against the float32 reference "
+              "(standard error {:.2g}%), more than rounding in {} should give",
+              100 * std::abs(b.mean), b.mean > 0 ? "large" : "small", 100 * b.se,
+              dtype == c10::kHalf ? "float16" : "bfloat16");
         }
       }
     }
@@ -300,8 +303,9 @@ void judge_case(const Workload& w, CaseHost& host, const Outputs& ref_out, const
   r.status = v.status;
   r.message = v.message;
   if (r.nondeterministic)
-    r.message += std::string(r.message.empty() ? "" : "; ") +
-                 "the CPU reference differs from itself between runs: that output's tolerance widened to twice its spread";
+    r.message +=
+        std::string(r.message.empty() ? "" : "; ") +
+        "the CPU reference differs from itself between runs: that output's tolerance widened to twice its spread";
   if (w.kind() == Kind::Model && (r.status == Status::Mismatch || r.status == Status::Nan)) {
     localise(w, host, device, dtype, tol, r);
   }

@@ -38,7 +38,7 @@ void judge_memory(CaseResult& r) {
   if (r.status != Status::Pass && r.status != Status::Fallback) return;
   if (!known_max || m.peak_allocated <= m.recommended_max) return;
   const std::string was = r.status == Status::Pass ? "; its results agree with the reference"
-                                                  : "; " + std::string(to_string(r.status)) + ": " + r.message;
+                                                   : "; " + std::string(to_string(r.status)) + ": " + r.message;
   r.status = Status::Memory;
   r.message = fmt::format("needs {} of the {} the device recommends (peak allocated while the target ran, {}){}",
                           bytes_text(m.peak_allocated), bytes_text(m.recommended_max),

@@ -12,13 +12,15 @@ void recommend(CaseResult& r) {
   }
   if (r.status == Status::Fallback) {
     r.recommendation = Recommendation::KeepOnCpu;
-    r.reason = "the target has no kernel for part of it: LibTorch ran that on the CPU, so there is no target result or time";
+    r.reason =
+        "the target has no kernel for part of it: LibTorch ran that on the CPU, so there is no target result or time";
     return;
   }
   if (r.status == Status::Memory) {
     r.recommendation = Recommendation::ReduceMemory;
-    r.reason = "it does not fit the target's recommended memory: run it with a smaller batch or size, or on a device "
-               "with more memory; until then keep it on CPU";
+    r.reason =
+        "it does not fit the target's recommended memory: run it with a smaller batch or size, or on a device "
+        "with more memory; until then keep it on CPU";
     return;
   }
   if (is_finding(r.status)) {
@@ -61,11 +63,21 @@ std::map<std::string, ClassSummary> summarize_classes(const std::vector<CaseResu
   for (const auto& c : cases) {
     auto& s = out[workload_class(c.id)];
     switch (c.recommendation) {
-      case Recommendation::Blocked: ++s.blocked; break;
-      case Recommendation::ReduceMemory: ++s.reduce_memory; break;
-      case Recommendation::Accelerate: ++s.accelerate; break;
-      case Recommendation::KeepOnCpu: ++s.keep_on_cpu; break;
-      case Recommendation::None: ++s.skipped; break;
+      case Recommendation::Blocked:
+        ++s.blocked;
+        break;
+      case Recommendation::ReduceMemory:
+        ++s.reduce_memory;
+        break;
+      case Recommendation::Accelerate:
+        ++s.accelerate;
+        break;
+      case Recommendation::KeepOnCpu:
+        ++s.keep_on_cpu;
+        break;
+      case Recommendation::None:
+        ++s.skipped;
+        break;
     }
   }
   return out;

@@ -40,7 +40,7 @@ struct OutputReport {
   std::int64_t numel = 0;
   double max_abs = 0, max_rel = 0;
   std::int64_t mismatches = 0;
-  std::int64_t first_mismatch = -1;  // flat index into the output
+  std::int64_t first_mismatch = -1;              // flat index into the output
   double reference_value = 0, target_value = 0;  // at the largest error
   std::int64_t nan_reference = 0, inf_reference = 0, nan_target = 0, inf_target = 0;
   bool ok = true;
@@ -89,7 +89,7 @@ struct CaseResult {
   double rtol = 0, atol = 0;
   std::vector<OutputReport> outputs;
   std::optional<TimingStats> reference_time, target_time;
-  double speedup = 0;          // reference median / target median; 0 when not timed
+  double speedup = 0;  // reference median / target median; 0 when not timed
   SpeedClass speed_class = SpeedClass::None;
   // Whether the run's plan timed this case (under --quick only some are: core/run_plan.hpp). A
   // timed case that is not a pass has no times: the speed of a wrong answer means nothing.
@@ -100,10 +100,10 @@ struct CaseResult {
   // --reference-cache: the CPU reference came from the cache; its time too (--reuse-reference-times).
   bool reference_cached = false;
   bool reference_time_reused = false;
-  double wall_s = 0;           // whole case as the host saw it, overhead included
-  double worker_s = 0;         // time inside the worker for this case
-  double compare_s = 0;        // of which comparing outputs
-  std::string signal;          // crash: the signal's name
+  double wall_s = 0;     // whole case as the host saw it, overhead included
+  double worker_s = 0;   // time inside the worker for this case
+  double compare_s = 0;  // of which comparing outputs
+  std::string signal;    // crash: the signal's name
   // The phase a case failed in when it did not finish normally: "reference", "target", "float64",
   // "comparison", "localisation", "timing"; empty for a case that ran to its verdict. Only a
   // failure in "target" is the target's; any other is an `error` of mpscheck's own run.
@@ -124,7 +124,7 @@ struct CaseResult {
   bool unexpected_pass = false;
   std::string expectation;
   Recommendation recommendation = Recommendation::None;
-  std::string reason;             // the recommendation in words
+  std::string reason;  // the recommendation in words
   // The target run's memory; absent for a case that never reached the target (or an older report).
   std::optional<MemoryFigures> memory;
   // A finding made on a device of a tier other than native ("paravirtual", "constrained"): it says

@@ -21,7 +21,7 @@ std::vector<std::string> texts(const std::vector<std::string>& v) {
   for (const auto& s : v) out.push_back(valid_utf8(s));
   return out;
 }
-}
+}  // namespace
 
 bool is_finding(Status s) { return s != Status::Pass && s != Status::Skip; }
 
@@ -101,8 +101,7 @@ void from_json(const nlohmann::json& j, OutputReport& o) {
 }
 
 void to_json(nlohmann::json& j, const TimingStats& t) {
-  j = {{"median_s", t.median_s}, {"p25_s", t.p25_s}, {"p75_s", t.p75_s}, {"runs", t.runs},
-       {"noisy", t.noisy()}};
+  j = {{"median_s", t.median_s}, {"p25_s", t.p25_s}, {"p75_s", t.p75_s}, {"runs", t.runs}, {"noisy", t.noisy()}};
 }
 
 void from_json(const nlohmann::json& j, TimingStats& t) {
@@ -139,12 +138,26 @@ void from_json(const nlohmann::json& j, MemoryFigures& m) {
 }
 
 void to_json(nlohmann::json& j, const CaseResult& r) {
-  j = {{"id", text(r.id)},   {"kind", to_string(r.kind)},     {"tags", texts(r.tags)}, {"plugin", text(r.plugin)},
-       {"status", to_string(r.status)},            {"message", text(r.message)}, {"target", text(r.target)},
-       {"dtype", r.dtype},   {"rtol", r.rtol},     {"atol", r.atol},       {"outputs", r.outputs},
-       {"speedup", r.speedup}, {"speed_class", to_string(r.speed_class)},            {"wall_s", r.wall_s},
-       {"worker_s", r.worker_s}, {"compare_s", r.compare_s},              {"attribution", to_string(r.attribution)},
-       {"nondeterministic", r.nondeterministic}, {"recommendation", to_string(r.recommendation)}, {"reason", text(r.reason)}};
+  j = {{"id", text(r.id)},
+       {"kind", to_string(r.kind)},
+       {"tags", texts(r.tags)},
+       {"plugin", text(r.plugin)},
+       {"status", to_string(r.status)},
+       {"message", text(r.message)},
+       {"target", text(r.target)},
+       {"dtype", r.dtype},
+       {"rtol", r.rtol},
+       {"atol", r.atol},
+       {"outputs", r.outputs},
+       {"speedup", r.speedup},
+       {"speed_class", to_string(r.speed_class)},
+       {"wall_s", r.wall_s},
+       {"worker_s", r.worker_s},
+       {"compare_s", r.compare_s},
+       {"attribution", to_string(r.attribution)},
+       {"nondeterministic", r.nondeterministic},
+       {"recommendation", to_string(r.recommendation)},
+       {"reason", text(r.reason)}};
   j["timed"] = r.timed;
   if (!r.speed_note.empty()) j["speed_note"] = text(r.speed_note);
   if (r.reference_cached) j["reference_cached"] = true;

@@ -21,9 +21,9 @@ Verdict judge_outputs(const std::vector<OutputReport>& outputs) {
   }
   if (first_nan) {
     v.status = Status::Nan;
-    v.message = fmt::format("{}: target has {} NaN and {} Inf where the reference has {} and {}",
-                            first_nan->name, first_nan->nan_target, first_nan->inf_target,
-                            first_nan->nan_reference, first_nan->inf_reference);
+    v.message =
+        fmt::format("{}: target has {} NaN and {} Inf where the reference has {} and {}", first_nan->name,
+                    first_nan->nan_target, first_nan->inf_target, first_nan->nan_reference, first_nan->inf_reference);
     // A loss that blows up drifts first: name where it left tolerance (the seeds' VAE went
     // 550 -> 4705 -> 1.8e8 -> NaN), not only where it stopped being finite.
     if (first_bad != first_nan && first_bad->mismatches > 0)
@@ -39,9 +39,9 @@ Verdict judge_outputs(const std::vector<OutputReport>& outputs) {
       v.message = fmt::format(
           "{}: {} of {} elements outside tolerance, max abs error {:.3g} (max rel {:.3g}); "
           "first at {}: reference {:.6g}, target {:.6g}",
-          first_bad->name, first_bad->mismatches, first_bad->numel, first_bad->max_abs,
-          first_bad->max_rel, index_string(first_bad->first_mismatch, first_bad->shape),
-          first_bad->reference_value, first_bad->target_value);
+          first_bad->name, first_bad->mismatches, first_bad->numel, first_bad->max_abs, first_bad->max_rel,
+          index_string(first_bad->first_mismatch, first_bad->shape), first_bad->reference_value,
+          first_bad->target_value);
       if (!first_bad->note.empty()) v.message += "; " + first_bad->note;
     }
   }
@@ -71,16 +71,18 @@ void decide_attribution(std::vector<OutputAttribution>& failing, Verdict& v, Fra
     const auto witnessed = std::find_if(failing.begin(), failing.end(),
                                         [](const OutputAttribution& f) { return f.attribution.witnessed; });
     v.message = witnessed == failing.end()
-                    ? "outside the plain tolerance, but as close to float64 as float32 itself is: float32 is the fragile side here"
+                    ? "outside the plain tolerance, but as close to float64 as float32 itself is: float32 is the "
+                      "fragile side here"
                     : "outside the plain tolerance, but as close to float64 as float32 or the CPU's own " +
                           witnessed->attribution.dtype + " run: honest " + witnessed->attribution.dtype +
                           " rounding, not the target";
     const auto family = std::count_if(failing.begin(), failing.end(),
                                       [](const OutputAttribution& f) { return f.attribution.by_family; });
     if (family > 0)
-      v.message += fmt::format(" ({} of the first-step gradients and updates judged as a family: within {:g}x the "
-                               "worst the CPU's own run shows on them, at its scale)",
-                               family, kFamilyMultiplier);
+      v.message += fmt::format(
+          " ({} of the first-step gradients and updates judged as a family: within {:g}x the "
+          "worst the CPU's own run shows on them, at its scale)",
+          family, kFamilyMultiplier);
     return;
   }
   attribution = Fragile::Target;
@@ -110,8 +112,9 @@ void decide_attribution(std::vector<OutputAttribution>& failing, Verdict& v, Fra
         a.bad_elements, o.name, index_string(a.first_bad, o.shape), a.target_value, a.gold_value,
         std::abs(a.target_value - a.gold_value), a.allowed);
   } else {
-    v.message += fmt::format("; against float64 the target's RMSE is {:.3g}, float32's {:.3g}: the target is the fragile side",
-                             a.rmse_target, a.rmse_reference);
+    v.message +=
+        fmt::format("; against float64 the target's RMSE is {:.3g}, float32's {:.3g}: the target is the fragile side",
+                    a.rmse_target, a.rmse_reference);
   }
 }
 
@@ -152,8 +155,8 @@ std::string judge_training_family(std::vector<OutputAttribution>& failing, const
   std::vector<std::pair<at::Tensor, at::Tensor>> grads, updates;
   for (const auto& [name, tol] : tols) {
     if (!is_training_state(name) || tol.trajectory) continue;
-    envelope.add(attribute_with_gold(at(gold, name), at(reference, name), at(witness, name), dtype, tol,
-                                     at(rounded, name)));
+    envelope.add(
+        attribute_with_gold(at(gold, name), at(reference, name), at(witness, name), dtype, tol, at(rounded, name)));
     (name.rfind("grad0/", 0) == 0 ? grads : updates).emplace_back(at(witness, name), at(target, name));
   }
   // Each family is forgiven only at the witness's scale, and a failing output of a family that is
@@ -165,14 +168,17 @@ std::string judge_training_family(std::vector<OutputAttribution>& failing, const
     for (auto& f : failing) {
       Attribution& a = f.attribution;
       if (a.target_ok || f.output->name.rfind(prefix, 0) != 0) continue;
-      if (!scaled && within_family(a, envelope)) a.target_ok = a.by_family = true;
-      else failed = true;
+      if (!scaled && within_family(a, envelope))
+        a.target_ok = a.by_family = true;
+      else
+        failed = true;
     }
     if (scaled && failed && note.empty())
-      note = fmt::format("; the target's {} are {:.3g}% {} (RMS over all of them) than the CPU's own {} run's: a "
-                         "systematic error in the target",
-                         what, 100 * std::abs(scale - 1), scale > 1 ? "larger" : "smaller",
-                         dtype == c10::kHalf ? "float16" : "bfloat16");
+      note = fmt::format(
+          "; the target's {} are {:.3g}% {} (RMS over all of them) than the CPU's own {} run's: a "
+          "systematic error in the target",
+          what, 100 * std::abs(scale - 1), scale > 1 ? "larger" : "smaller",
+          dtype == c10::kHalf ? "float16" : "bfloat16");
   };
   judge("grad0/", "first-step gradients", pooled_scale(grads));
   judge("update/", "parameter updates", pooled_scale(updates));

@@ -38,20 +38,24 @@ std::string join(const std::vector<std::string>& v, const char* sep) { return fm
 void print_header(const Config& cfg, const ResolvedTarget& target, const RunReport& report,
                   const std::vector<PlannedCase>& plan, const RunLoopOptions& loop, const OpenedJournal& journal) {
   const auto timed = std::count_if(plan.begin(), plan.end(), [](const PlannedCase& p) { return p.timed; });
-  std::cerr << fmt::format("mpscheck {} | LibTorch {} | target {} | {} cases, {} timed | {} | seed {} | {} threads | {} "
-                           "job{}\n",
-                           kVersion, report.environment["torch_version"].get<std::string>(), target.spec.str(),
-                           plan.size(), timed, cfg.shard.empty() ? "no shard" : "shard " + cfg.shard, cfg.seed,
-                           report.environment["threads"].get<int>(), loop.jobs, loop.jobs == 1 ? "" : "s");
+  std::cerr << fmt::format(
+      "mpscheck {} | LibTorch {} | target {} | {} cases, {} timed | {} | seed {} | {} threads | {} "
+      "job{}\n",
+      kVersion, report.environment["torch_version"].get<std::string>(), target.spec.str(), plan.size(), timed,
+      cfg.shard.empty() ? "no shard" : "shard " + cfg.shard, cfg.seed, report.environment["threads"].get<int>(),
+      loop.jobs, loop.jobs == 1 ? "" : "s");
   if (!cfg.shard_note.empty()) std::cerr << "mpscheck: shard: " << cfg.shard_note << '\n';
   if (!target.note.empty()) std::cerr << "mpscheck: " << target.note << '\n';
-  if (const std::string policy = report.run.value("dtypes", ""); !policy.empty()) std::cerr << "mpscheck: " << policy << '\n';
-  for (const auto& w : report.environment["warnings"]) std::cerr << "mpscheck: warning: " << w.get<std::string>() << '\n';
+  if (const std::string policy = report.run.value("dtypes", ""); !policy.empty())
+    std::cerr << "mpscheck: " << policy << '\n';
+  for (const auto& w : report.environment["warnings"])
+    std::cerr << "mpscheck: warning: " << w.get<std::string>() << '\n';
   if (cfg.resume)
     std::cerr << "mpscheck: resuming: " << journal.done.size() << " cases already in the journal"
-              << (journal.damaged_lines ? fmt::format("; skipped {} damaged line{} (a case cut off mid-write runs again)",
-                                                      journal.damaged_lines, journal.damaged_lines == 1 ? "" : "s")
-                                        : std::string())
+              << (journal.damaged_lines
+                      ? fmt::format("; skipped {} damaged line{} (a case cut off mid-write runs again)",
+                                    journal.damaged_lines, journal.damaged_lines == 1 ? "" : "s")
+                      : std::string())
               << '\n';
 }
 
@@ -63,12 +67,15 @@ int report_run(const Config& cfg, RunReport& report, const RunInputs& inputs, co
   report.known_issues = inputs.known_issues;
   const std::string path = cfg.report_path();
   const ReproTarget rt = repro_target(target.spec, cfg.seed, cfg.quick);
-  const ReportContext ctx{report, path, &rt,
+  const ReportContext ctx{report,
+                          path,
+                          &rt,
                           [&](const std::string& id) -> const Workload* {
                             const RegisteredWorkload* w = registry.find(id);
                             return w ? w->workload : nullptr;
                           },
-                          std::cout, use_color(STDOUT_FILENO),
+                          std::cout,
+                          use_color(STDOUT_FILENO),
                           [&](const CaseResult& finding, const std::string& dir) {
                             const RegisteredWorkload* w = registry.find(finding.id);
                             if (!w) return LayerScript{{}, {}, {}, "the case is not loaded"};
@@ -84,7 +91,8 @@ int report_run(const Config& cfg, RunReport& report, const RunInputs& inputs, co
   }
   for (const auto& c : report.cases)
     if (c.expected || c.unexpected_pass)
-      std::cout << (c.unexpected_pass ? "unexpected pass: " : "known failure: ") << c.id << " — " << c.expectation << '\n';
+      std::cout << (c.unexpected_pass ? "unexpected pass: " : "known failure: ") << c.id << " — " << c.expectation
+                << '\n';
   if (written != Written::All) return kExitUsage;
   if (g_interrupted) {
     std::cerr << "mpscheck: interrupted; " << report.cases.size() << " finished cases are in " << path
@@ -123,9 +131,12 @@ int run_cases(int argc, char** argv, const Config& cfg) {
   if (cfg.threads > 0) at::set_num_threads(cfg.threads);
   RunReport report;
   report.environment = collect_environment({target.spec.str(), cfg.seed});
-  report.run = {{"target", target.spec.str()},   {"seed", cfg.seed},
-                {"quick", cfg.quick},             {"min_time_s", cfg.min_time()},
-                {"selected", selected.size()},    {"filters", cfg.selection.filters},
+  report.run = {{"target", target.spec.str()},
+                {"seed", cfg.seed},
+                {"quick", cfg.quick},
+                {"min_time_s", cfg.min_time()},
+                {"selected", selected.size()},
+                {"filters", cfg.selection.filters},
                 {"shard", cfg.shard.empty() ? "all" : cfg.shard},
                 {"jobs", loop.jobs},
                 {"reference_cache", cfg.reference_cache},
@@ -184,14 +195,24 @@ int run_mpscheck(int argc, char** argv) {
     return kExitUsage;
   }
   switch (cfg.command) {
-    case Command::Help: std::cout << text; return kExitOk;
-    case Command::Version: std::cout << text << '\n'; return kExitOk;
-    case Command::Worker: return worker_main();
-    case Command::Env: return print_env(cfg);
-    case Command::Compare: return compare_command(cfg);
-    case Command::Merge: return merge_command(cfg);
-    case Command::Expect: return expect_command(cfg);
-    default: break;
+    case Command::Help:
+      std::cout << text;
+      return kExitOk;
+    case Command::Version:
+      std::cout << text << '\n';
+      return kExitOk;
+    case Command::Worker:
+      return worker_main();
+    case Command::Env:
+      return print_env(cfg);
+    case Command::Compare:
+      return compare_command(cfg);
+    case Command::Merge:
+      return merge_command(cfg);
+    case Command::Expect:
+      return expect_command(cfg);
+    default:
+      break;
   }
   try {
     return run_cases(argc, argv, cfg);

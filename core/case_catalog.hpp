@@ -18,9 +18,9 @@ struct CatalogSource {
   std::string model;                     // --model FILE.pt, absolute; empty: none
   std::vector<std::string> inputs;       // its --input specs
   bool train = false;
-  std::vector<std::string> model_for;    // its --model-for DTYPE=FILE, FILE absolute
-  std::string eager;                     // --eager FILE.pt, absolute, for a .pt2 --model; empty: none
-  bool validate_model = false;  // the host checks the model once, up front, with a clear message
+  std::vector<std::string> model_for;  // its --model-for DTYPE=FILE, FILE absolute
+  std::string eager;                   // --eager FILE.pt, absolute, for a .pt2 --model; empty: none
+  bool validate_model = false;         // the host checks the model once, up front, with a clear message
 };
 
 // Owns the loaded plugins for the life of the process (they are never unloaded).

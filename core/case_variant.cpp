@@ -39,7 +39,8 @@ class VariedWorkload final : public Workload {
 };
 
 bool all_digits(const std::string& s) {
-  return !s.empty() && s.size() <= 12 && std::all_of(s.begin(), s.end(), [](unsigned char c) { return std::isdigit(c); });
+  return !s.empty() && s.size() <= 12 &&
+         std::all_of(s.begin(), s.end(), [](unsigned char c) { return std::isdigit(c); });
 }
 
 Shape parse_shape(const std::string& text, const std::string& id) {
@@ -69,8 +70,10 @@ InputVariant parse_input(const std::string& text, const std::string& id) {
   for (;;) {
     const size_t next = text.find('+', start);
     const std::string token = text.substr(start, next == std::string::npos ? std::string::npos : next - start);
-    const InputLayout layout = token == "c" ? InputLayout::Contiguous : token == "t" ? InputLayout::Transposed
-                               : token == "cl" ? InputLayout::ChannelsLast : InputLayout::Declared;
+    const InputLayout layout = token == "c"    ? InputLayout::Contiguous
+                               : token == "t"  ? InputLayout::Transposed
+                               : token == "cl" ? InputLayout::ChannelsLast
+                                               : InputLayout::Declared;
     if (layout != InputLayout::Declared && !layout_named) {
       in.layout = layout;
       layout_named = true;
@@ -78,8 +81,10 @@ InputVariant parse_input(const std::string& text, const std::string& id) {
                std::stoll(token.substr(3)) > 0 && std::stoll(token.substr(3)) <= (std::int64_t{1} << 30)) {
       in.storage_offset = std::stoll(token.substr(3));
     } else {
-      throw BadVariantId(fmt::format("case id '{}': '+{}' is not a layout (+c, +t or +cl, once) or a storage offset "
-                                     "(+offN, N from 1 to 2^30, once)", id, token));
+      throw BadVariantId(
+          fmt::format("case id '{}': '+{}' is not a layout (+c, +t or +cl, once) or a storage offset "
+                      "(+offN, N from 1 to 2^30, once)",
+                      id, token));
     }
     if (next == std::string::npos) break;
     start = next + 1;
@@ -89,10 +94,14 @@ InputVariant parse_input(const std::string& text, const std::string& id) {
 
 const char* layout_token(InputLayout l) {
   switch (l) {
-    case InputLayout::Declared: return "";
-    case InputLayout::Contiguous: return "c";
-    case InputLayout::Transposed: return "t";
-    case InputLayout::ChannelsLast: return "cl";
+    case InputLayout::Declared:
+      return "";
+    case InputLayout::Contiguous:
+      return "c";
+    case InputLayout::Transposed:
+      return "t";
+    case InputLayout::ChannelsLast:
+      return "cl";
   }
   return "";
 }
@@ -127,7 +136,8 @@ std::optional<VariantId> parse_variant_id(const std::string& id) {
   v.base = id.substr(0, at);
   const std::string rest = id.substr(at + 1);
   if (v.base.empty() || rest.empty())
-    throw BadVariantId(fmt::format("case id '{}': give the declared case, '@', then NAME=SHAPE[+LAYOUT][+offN][,NAME=...]", id));
+    throw BadVariantId(
+        fmt::format("case id '{}': give the declared case, '@', then NAME=SHAPE[+LAYOUT][+offN][,NAME=...]", id));
   size_t start = 0;
   for (;;) {
     const size_t comma = rest.find(',', start);
@@ -170,7 +180,8 @@ const RegisteredWorkload* CaseResolver::find(const std::string& id) {
   if (!base) return nullptr;
   const std::vector<InputShape> declared = base->workload->input_shapes();
   if (declared.empty())
-    throw BadVariantId(fmt::format("case '{}' cannot be made at other sizes (it does not declare its inputs)", v->base));
+    throw BadVariantId(
+        fmt::format("case '{}' cannot be made at other sizes (it does not declare its inputs)", v->base));
   std::vector<InputVariant> inputs;
   for (const auto& d : declared) inputs.push_back({d.shape, InputLayout::Declared, 0});
   for (const auto& [name, in] : v->inputs) {
@@ -181,7 +192,8 @@ const RegisteredWorkload* CaseResolver::find(const std::string& id) {
       throw BadVariantId(fmt::format("case id '{}': input '{}' has {} dimensions, not {}", id, name, it->shape.size(),
                                      in.shape.size()));
     if (in.layout == InputLayout::ChannelsLast && in.shape.size() != 4)
-      throw BadVariantId(fmt::format("case id '{}': input '{}' has {} dimensions; +cl needs 4", id, name, in.shape.size()));
+      throw BadVariantId(
+          fmt::format("case id '{}': input '{}' has {} dimensions; +cl needs 4", id, name, in.shape.size()));
     if (in.layout == InputLayout::Transposed && in.shape.size() < 2)
       throw BadVariantId(fmt::format("case id '{}': input '{}' has {} dimension{}; +t needs 2 or more", id, name,
                                      in.shape.size(), in.shape.size() == 1 ? "" : "s"));

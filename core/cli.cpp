@@ -18,6 +18,8 @@ namespace po = boost::program_options;
 
 namespace {
 
+// The option tables are laid out one option per line, as --help prints them.
+// clang-format off
 po::options_description visible_options() {
   po::options_description select("Choosing cases");
   select.add_options()
@@ -93,13 +95,16 @@ po::options_description visible_options() {
   all.add(select).add(run).add(out).add(misc);
   return all;
 }
+// clang-format on
 
 // The command line against every option, visible and hidden (the subcommand and its arguments).
 po::variables_map parse_options(int argc, const char* const* argv, const po::options_description& options) {
   po::options_description hidden;
+  // clang-format off
   hidden.add_options()("worker", "internal: run cases for a host over a pipe")
       ("command", po::value<std::string>(), "subcommand")
       ("arguments", po::value<std::vector<std::string>>(), "subcommand arguments");
+  // clang-format on
   po::options_description everything;
   everything.add(options).add(hidden);
   po::positional_options_description positional;
@@ -119,15 +124,24 @@ po::variables_map parse_options(int argc, const char* const* argv, const po::opt
 void read_command(const po::variables_map& vm, Config& c) {
   if (vm.count("command")) {
     const std::string cmd = vm["command"].as<std::string>();
-    if (cmd == "env") c.command = Command::Env;
-    else if (cmd == "repro") c.command = Command::Repro;
-    else if (cmd == "compare") c.command = Command::Compare;
-    else if (cmd == "merge") c.command = Command::Merge;
-    else if (cmd == "expect") c.command = Command::Expect;
-    else if (cmd == "explore") c.command = Command::Explore;
-    else throw UsageError(fmt::format("unknown command '{}'; commands: env, repro CASE_ID, compare OLD NEW, merge A B... -o OUT, "
-                                      "expect --from REPORT, explore --filter REGEX "
-                                      "(see 'mpscheck --help')", cmd));
+    if (cmd == "env")
+      c.command = Command::Env;
+    else if (cmd == "repro")
+      c.command = Command::Repro;
+    else if (cmd == "compare")
+      c.command = Command::Compare;
+    else if (cmd == "merge")
+      c.command = Command::Merge;
+    else if (cmd == "expect")
+      c.command = Command::Expect;
+    else if (cmd == "explore")
+      c.command = Command::Explore;
+    else
+      throw UsageError(
+          fmt::format("unknown command '{}'; commands: env, repro CASE_ID, compare OLD NEW, merge A B... -o OUT, "
+                      "expect --from REPORT, explore --filter REGEX "
+                      "(see 'mpscheck --help')",
+                      cmd));
   }
   if (vm.count("arguments")) c.arguments = vm["arguments"].as<std::vector<std::string>>();
   if (c.command == Command::Repro && c.arguments.size() != 1)
@@ -136,10 +150,12 @@ void read_command(const po::variables_map& vm, Config& c) {
     throw UsageError("compare takes two reports: mpscheck compare OLD.json NEW.json");
   if (c.command == Command::Merge && (c.arguments.empty() || !vm.count("output")))
     throw UsageError("merge takes reports and an output: mpscheck merge A.json B.json ... -o OUT.json");
-  if (c.command != Command::Repro && c.command != Command::Compare && c.command != Command::Merge && !c.arguments.empty())
+  if (c.command != Command::Repro && c.command != Command::Compare && c.command != Command::Merge &&
+      !c.arguments.empty())
     throw UsageError(fmt::format("unexpected argument '{}'; see 'mpscheck --help'", c.arguments.front()));
   if (c.command == Command::Expect && !vm.count("from"))
-    throw UsageError("expect drafts an expectations file from a report: mpscheck expect --from REPORT.json [-o FILE.expect]");
+    throw UsageError(
+        "expect drafts an expectations file from a report: mpscheck expect --from REPORT.json [-o FILE.expect]");
   if (vm.count("worker")) c.command = Command::Worker;
 }
 
@@ -168,8 +184,7 @@ void read_run_options(const po::variables_map& vm, Config& c) {
   c.threads = vm["threads"].as<int>();
   if (c.threads < 0) throw UsageError("--threads must be 0 (LibTorch's default) or a positive count");
   c.jobs = vm["jobs"].as<int>();
-  if (c.jobs < 0 || c.jobs > 256)
-    throw UsageError("--jobs must be 0 (automatic) or a count of workers from 1 to 256");
+  if (c.jobs < 0 || c.jobs > 256) throw UsageError("--jobs must be 0 (automatic) or a count of workers from 1 to 256");
   if (vm.count("timeout")) {
     c.timeout_s = vm["timeout"].as<double>();
     if (!(c.timeout_s > 0)) throw UsageError("--timeout must be a positive number of seconds");
@@ -204,11 +219,11 @@ void read_run_options(const po::variables_map& vm, Config& c) {
     if (c.command != Command::Explore)
       throw UsageError(fmt::format("--{} goes with explore: mpscheck explore --filter REGEX --{} SEC", key, key));
     *out = vm[key].as<double>();
-    if (!(*out > 0) || *out > 1e7)
-      throw UsageError(fmt::format("--{} must be a positive number of seconds", key));
+    if (!(*out > 0) || *out > 1e7) throw UsageError(fmt::format("--{} must be a positive number of seconds", key));
   }
   c.cells = vm.count("cells") > 0;
-  if (c.cells && c.command != Command::Merge) throw UsageError("--cells goes with merge: mpscheck merge --cells A.json B.json -o OUT.json");
+  if (c.cells && c.command != Command::Merge)
+    throw UsageError("--cells goes with merge: mpscheck merge --cells A.json B.json -o OUT.json");
 }
 
 // --shard, with `auto` read from a test runner's GTEST_SHARD_* variables.
@@ -225,8 +240,10 @@ void read_shard(Config& c) {
       const bool numbers = i.size() <= 9 && n.size() <= 9 && i.find_first_not_of("0123456789") == std::string::npos &&
                            n.find_first_not_of("0123456789") == std::string::npos;
       if (!numbers)
-        throw UsageError(fmt::format("--shard auto: GTEST_SHARD_INDEX={} / GTEST_TOTAL_SHARDS={} are not counts; "
-                                     "unset them or pass --shard I/N", i.substr(0, 20), n.substr(0, 20)));
+        throw UsageError(
+            fmt::format("--shard auto: GTEST_SHARD_INDEX={} / GTEST_TOTAL_SHARDS={} are not counts; "
+                        "unset them or pass --shard I/N",
+                        i.substr(0, 20), n.substr(0, 20)));
       c.shard = std::to_string(std::stol(i) + 1) + "/" + n;
       c.shard_note = "from GTEST_SHARD_INDEX/GTEST_TOTAL_SHARDS (--shard auto)";
     } else {
@@ -253,8 +270,9 @@ void read_model_options(const po::variables_map& vm, Config& c) {
   if (!c.eager_path.empty() && !(c.model_path.size() > 4 && c.model_path.substr(c.model_path.size() - 4) == ".pt2"))
     throw UsageError("--eager FILE.pt goes with a .pt2 package as --model: mpscheck --model NAME.pt2 --eager NAME.pt");
   if (c.train && c.model_path.size() > 4 && c.model_path.substr(c.model_path.size() - 4) == ".pt2")
-    throw UsageError("--train: a .pt2 package is compiled for inference only; check training with the model's "
-                     "TorchScript file as --model FILE.pt --train");
+    throw UsageError(
+        "--train: a .pt2 package is compiled for inference only; check training with the model's "
+        "TorchScript file as --model FILE.pt --train");
   if (vm.count("model-for")) {
     for (const auto& v : vm["model-for"].as<std::vector<std::string>>()) {
       const auto eq = v.find('=');
@@ -275,7 +293,7 @@ void check_selection(Config& c) {
   // here, in one line, rather than repaired into a name that does not exist. Everything else from
   // the command line is only reported, and is repaired where it enters a report.
   std::vector<std::pair<const char*, std::string>> to_workers = {{"--model", c.model_path},
-                                                                  {"--reference-cache", c.reference_cache}};
+                                                                 {"--reference-cache", c.reference_cache}};
   for (const auto& d : c.plugin_dirs) to_workers.emplace_back("--plugin-dir", d);
   for (const auto& i : c.model_inputs) to_workers.emplace_back("--input", i);
   for (const auto& f : c.model_for) to_workers.emplace_back("--model-for", f);

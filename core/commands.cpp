@@ -39,7 +39,8 @@ int merge_cells_command(const Config& cfg) {
       return kExitUsage;
     }
   const std::string html = cfg.report_destinations.count("html") ? cfg.report_destinations.at("html") : "";
-  for (const auto& [flag, path] : std::vector<std::pair<std::string, std::string>>{{"-o", cfg.output_path}, {"--html", html}}) {
+  for (const auto& [flag, path] :
+       std::vector<std::pair<std::string, std::string>>{{"-o", cfg.output_path}, {"--html", html}}) {
     if (path.empty()) continue;
     if (auto bad = unwritable_file(flag, path)) {
       std::cerr << "mpscheck: " << *bad << '\n';
@@ -55,13 +56,14 @@ int merge_cells_command(const Config& cfg) {
     for (const auto& c : m.cases)
       if (!c.label.empty()) ++counts[c.label];
     std::cout << fmt::format("merged {} cells: {} cases; findings everywhere {}, cell-specific {}, new {}; into {}\n",
-                             m.cells.size(), m.cases.size(), counts["everywhere"], counts["cell-specific"], counts["new"],
-                             cfg.output_path);
+                             m.cells.size(), m.cases.size(), counts["everywhere"], counts["cell-specific"],
+                             counts["new"], cfg.output_path);
     for (const auto& c : m.cases) {
       if (c.label != "cell-specific") continue;
       std::string where;
       for (size_t i = 0; i < m.cells.size(); ++i)
-        if (c.ran[i]) where += fmt::format("{}{} {}", where.empty() ? "" : ", ", m.cells[i].name, to_string(c.statuses[i]));
+        if (c.ran[i])
+          where += fmt::format("{}{} {}", where.empty() ? "" : ", ", m.cells[i].name, to_string(c.statuses[i]));
       std::cout << "cell-specific: " << c.id << " (" << where << ")\n";
     }
     return unexpected ? kExitFindings : kExitOk;  // the same rule as a run's, over every cell
@@ -246,9 +248,10 @@ int print_reproducer(const Config& cfg, const Registry& registry) {
   }
   if (cfg.script_only) {
     if (!layer || layer->script.empty()) {
-      const std::string why = !observed || observed->status == Status::Pass ? "it passes on " + rt.device + " (" + rt.dtype + ")"
-                              : observed->first_diverging_layer.empty() ? "localisation named no layer (" + observed->message + ")"
-                                                                        : layer->missing;
+      const std::string why =
+          !observed || observed->status == Status::Pass ? "it passes on " + rt.device + " (" + rt.dtype + ")"
+          : observed->first_diverging_layer.empty()     ? "localisation named no layer (" + observed->message + ")"
+                                                        : layer->missing;
       std::cerr << "mpscheck: case '" << id << "' has no op-level reproducer: " << why
                 << "; drop --script for the bug report\n";
       return kExitUsage;
@@ -294,12 +297,17 @@ Written write_explore_reports(const Config& cfg, const ResolvedTarget& target, c
                               const nlohmann::json& settings, CaseResolver& resolver, bool complete) {
   RunReport report;
   report.environment = collect_environment({target.spec.str(), cfg.seed});
-  report.run = valid_utf8_json(nlohmann::json{{"target", target.spec.str()}, {"seed", cfg.seed}, {"quick", cfg.quick},
-                                              {"filters", cfg.selection.filters}, {"explore", settings},
+  report.run = valid_utf8_json(nlohmann::json{{"target", target.spec.str()},
+                                              {"seed", cfg.seed},
+                                              {"quick", cfg.quick},
+                                              {"filters", cfg.selection.filters},
+                                              {"explore", settings},
                                               {"complete", complete}});
   report.cases = explore_case_results(outcome);
   const ReproTarget rt = repro_target(target.spec, cfg.seed, cfg.quick);
-  const ReportContext ctx{report, cfg.report_path(), &rt,
+  const ReportContext ctx{report,
+                          cfg.report_path(),
+                          &rt,
                           [&](const std::string& id) -> const Workload* {
                             try {
                               const RegisteredWorkload* w = resolver.find(id);
@@ -308,7 +316,9 @@ Written write_explore_reports(const Config& cfg, const ResolvedTarget& target, c
                               return nullptr;
                             }
                           },
-                          std::cout, use_color(STDOUT_FILENO), {}};
+                          std::cout,
+                          use_color(STDOUT_FILENO),
+                          {}};
   return write_reports(cfg, ctx, /*merging=*/true);
 }
 
@@ -362,10 +372,11 @@ int explore_command(const Config& cfg, const Registry& registry) {
   options.case_budget_s = cfg.explore_budget_s;
   options.run_budget_s = cfg.explore_run_budget_s;
   options.seed = cfg.seed;
-  std::cerr << fmt::format("mpscheck {} | explore | target {} | {} cases, {} replayed | {:g} s per case, {:g} s per run | "
-                           "seed {}\n",
-                           kVersion, target.spec.str(), selected.size(), replay.size(), options.case_budget_s,
-                           options.run_budget_s, cfg.seed);
+  std::cerr << fmt::format(
+      "mpscheck {} | explore | target {} | {} cases, {} replayed | {:g} s per case, {:g} s per run | "
+      "seed {}\n",
+      kVersion, target.spec.str(), selected.size(), replay.size(), options.case_budget_s, options.run_budget_s,
+      cfg.seed);
   install_signal_handlers();
   Runner runner(loop.worker, cfg.report_dir + "/worker.log", loop.runner);
   try {
@@ -389,14 +400,15 @@ int explore_command(const Config& cfg, const Registry& registry) {
     std::cerr << "mpscheck: " << e.what() << '\n';
     return kExitUsage;
   }
-  const Written written = write_explore_reports(cfg, target, outcome, j["explore"], resolver, !stopped && !g_interrupted);
+  const Written written =
+      write_explore_reports(cfg, target, outcome, j["explore"], resolver, !stopped && !g_interrupted);
   if (stopped) {  // what ran is in the files; the rest could not
     std::cerr << "mpscheck: " << *stopped << "; the cases explored so far are in " << out_path << '\n';
     return kExitCannotRun;
   }
   if (written != Written::All) return kExitUsage;
-  std::cout << fmt::format("explored {} cases, {} variants: {} finding{}{}; {}\n", outcome.cases.size(), outcome.variants,
-                           outcome.findings.size(), outcome.findings.size() == 1 ? "" : "s",
+  std::cout << fmt::format("explored {} cases, {} variants: {} finding{}{}; {}\n", outcome.cases.size(),
+                           outcome.variants, outcome.findings.size(), outcome.findings.size() == 1 ? "" : "s",
                            outcome.run_budget_spent ? " (the run's budget was spent)" : "", out_path);
   for (const auto& f : outcome.findings) std::cout << "finding: " << f.id << " — " << f.summary << '\n';
   if (g_interrupted) return kExitInterrupted;

@@ -150,7 +150,8 @@ std::unique_ptr<DeviceMemory> device_memory(const c10::Device& device) {
         return std::make_unique<MpsMemory>(a, index);
       return nullptr;
     }
-    if (auto* a = device_allocator(c10::GetAllocator(device.type()))) return std::make_unique<AllocatorMemory>(a, index);
+    if (auto* a = device_allocator(c10::GetAllocator(device.type())))
+      return std::make_unique<AllocatorMemory>(a, index);
   } catch (const c10::Error&) {
   }
   return nullptr;

@@ -11,7 +11,8 @@ namespace mpscheck {
 
 namespace {
 bool contains_lower(std::string text, const std::string& part) {
-  std::transform(text.begin(), text.end(), text.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  std::transform(text.begin(), text.end(), text.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   return text.find(part) != std::string::npos;
 }
 }  // namespace
@@ -21,9 +22,10 @@ Tier tier_from_facts(const DeviceFacts& facts) {
   // Apple's Virtualization framework names the guest's GPU "Apple Paravirtual device".
   if (contains_lower(facts.name, "paravirtual")) {
     t.name = "paravirtual";
-    t.why = fmt::format("the device is '{}', a virtual machine's GPU (a GitHub-hosted macOS runner's), not Apple "
-                        "Silicon's own",
-                        facts.name);
+    t.why = fmt::format(
+        "the device is '{}', a virtual machine's GPU (a GitHub-hosted macOS runner's), not Apple "
+        "Silicon's own",
+        facts.name);
   }
   return t;
 }
@@ -41,9 +43,8 @@ Tier tier_after_run(const Tier& before, const std::vector<CaseResult>& cases) {
   Tier t;
   t.name = "constrained";
   t.why = fmt::format("the device's memory is below what the selected cases need: {} needs {}{}", largest->id,
-                      bytes_text(largest->memory->peak_allocated) + (largest->message.find("out of memory") != std::string::npos
-                                                                         ? " or more (it ran out)"
-                                                                         : ""),
+                      bytes_text(largest->memory->peak_allocated) +
+                          (largest->message.find("out of memory") != std::string::npos ? " or more (it ran out)" : ""),
                       max > 0 ? ", the device recommends at most " + bytes_text(max) : std::string());
   return t;
 }

@@ -48,7 +48,12 @@ std::optional<ElfDependencies> read_elf_dependencies(const fs::path& file) {
   unsigned char ident[16];
   if (!read_at(in, 0, &ident)) return std::nullopt;
   // 64-bit (EI_CLASS 2), little-endian (EI_DATA 1): every platform LibTorch ships for on Linux.
-  if (std::memcmp(ident, "\x7f" "ELF", 4) != 0 || ident[4] != 2 || ident[5] != 1) return std::nullopt;
+  if (std::memcmp(ident,
+                  "\x7f"
+                  "ELF",
+                  4) != 0 ||
+      ident[4] != 2 || ident[5] != 1)
+    return std::nullopt;
   std::uint64_t phoff = 0;
   std::uint16_t phentsize = 0, phnum = 0;
   if (!read_at(in, 32, &phoff) || !read_at(in, 54, &phentsize) || !read_at(in, 56, &phnum)) return std::nullopt;

@@ -63,7 +63,8 @@ std::vector<std::string> openmp_runtimes_among(const std::vector<std::string>& l
     // The name, then a version or a wheel's hash (libgomp.so.1, libgomp-a34b3233.so.1, libiomp5.so), never
     // a longer name (libompl, a motion-planning library).
     for (const std::string name : {"libgomp", "libiomp5", "libomp"})
-      if (base.rfind(name, 0) == 0 && base.size() > name.size() && (base[name.size()] == '.' || base[name.size()] == '-') &&
+      if (base.rfind(name, 0) == 0 && base.size() > name.size() &&
+          (base[name.size()] == '.' || base[name.size()] == '-') &&
           (base.find(".so") != std::string::npos || base.find(".dylib") != std::string::npos))
         runtimes.insert(path);
   }
@@ -88,8 +89,12 @@ std::string blas_name(const std::string& parallel_info, const std::string& build
     const auto end = build_config.find_first_of(", \n", begin);
     const std::string info = build_config.substr(begin, end == std::string::npos ? std::string::npos : end - begin);
     if (!info.empty()) {
-      const std::string known = info == "mkl" ? "MKL" : info == "open" ? "OpenBLAS" : info == "accelerate" ? "Accelerate"
-                                : info == "blis" ? "BLIS" : info == "flexi" ? "FlexiBLAS" : info;
+      const std::string known = info == "mkl"          ? "MKL"
+                                : info == "open"       ? "OpenBLAS"
+                                : info == "accelerate" ? "Accelerate"
+                                : info == "blis"       ? "BLIS"
+                                : info == "flexi"      ? "FlexiBLAS"
+                                                       : info;
       said.push_back(said.empty() ? known + " (LibTorch's build: BLAS_INFO=" + info + ")"
                                   : "LibTorch's build: BLAS_INFO=" + info);
     }
@@ -158,7 +163,8 @@ nlohmann::json collect_environment(const EnvironmentInput& in) {
 std::vector<std::string> environment_warnings(const nlohmann::json& env) {
   std::vector<std::string> w;
   // The loaded libraries decide; reports written before `blas` became a name held them in `blas`.
-  const nlohmann::json listed = env.contains("blas_libraries") ? env["blas_libraries"] : env.value("blas", nlohmann::json());
+  const nlohmann::json listed =
+      env.contains("blas_libraries") ? env["blas_libraries"] : env.value("blas", nlohmann::json());
   const auto blas = listed.is_array() ? listed.get<std::vector<std::string>>() : std::vector<std::string>{};
   bool fast_blas = false, reference_blas = false;
   for (const auto& path : blas) {
@@ -171,29 +177,34 @@ std::vector<std::string> environment_warnings(const nlohmann::json& env) {
   }
   const double gflops = env.value("matmul_gflops", -1.0);
   if (gflops >= 0 && gflops < kSlowBlasGflops)
-    w.push_back(fmt::format("the CPU baseline multiplies float32 matrices at {:.1f} GFLOP/s on one core (an optimised BLAS gives "
-                            "tens per core): this LibTorch's BLAS is not an optimised one, so every speed-up is "
-                            "inflated; use a LibTorch with MKL, OpenBLAS or Accelerate (pip install torch==2.13.0)",
-                            gflops));
+    w.push_back(fmt::format(
+        "the CPU baseline multiplies float32 matrices at {:.1f} GFLOP/s on one core (an optimised BLAS gives "
+        "tens per core): this LibTorch's BLAS is not an optimised one, so every speed-up is "
+        "inflated; use a LibTorch with MKL, OpenBLAS or Accelerate (pip install torch==2.13.0)",
+        gflops));
   else if (reference_blas && !fast_blas)
     w.push_back("the CPU baseline uses the reference BLAS (" + blas.front() +
                 "): matmul and convolution run ~60x slower than with an optimised BLAS, so every speed-up is inflated; "
                 "install an optimised one (Debian: apt-get install libopenblas0-pthread)");
   const auto vars = env.value("variables", nlohmann::json::object());
   if (vars.contains("PYTORCH_ENABLE_MPS_FALLBACK") && vars["PYTORCH_ENABLE_MPS_FALLBACK"] == "1")
-    w.push_back("PYTORCH_ENABLE_MPS_FALLBACK=1: ops MPS lacks silently run on the CPU, so target timings and "
-                "'unsupported' findings are hidden; unset it for a meaningful check");
+    w.push_back(
+        "PYTORCH_ENABLE_MPS_FALLBACK=1: ops MPS lacks silently run on the CPU, so target timings and "
+        "'unsupported' findings are hidden; unset it for a meaningful check");
   const int threads = env.value("threads", 0), cores = env.value("cores", 0);
   if (threads > 0 && cores > 0 && threads < cores)
-    w.push_back(fmt::format("LibTorch uses {} of {} cores for the CPU baseline; pass --threads {} for the "
-                            "fastest CPU it can be", threads, cores, cores));
+    w.push_back(
+        fmt::format("LibTorch uses {} of {} cores for the CPU baseline; pass --threads {} for the "
+                    "fastest CPU it can be",
+                    threads, cores, cores));
   const nlohmann::json omp = env.value("openmp_runtimes", nlohmann::json::array());
   if (omp.is_array() && omp.size() > 1) {
     std::string list;
     for (const auto& p : omp) list += (list.empty() ? "" : ", ") + (p.is_string() ? p.get<std::string>() : p.dump());
-    w.push_back(fmt::format("{} OpenMP runtimes are loaded in one process ({}): their thread pools compete, which "
-                            "slows the CPU baseline and can crash it; load one (e.g. the wheel's own libgomp)",
-                            omp.size(), list));
+    w.push_back(
+        fmt::format("{} OpenMP runtimes are loaded in one process ({}): their thread pools compete, which "
+                    "slows the CPU baseline and can crash it; load one (e.g. the wheel's own libgomp)",
+                    omp.size(), list));
   }
   return w;
 }

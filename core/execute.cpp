@@ -36,9 +36,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double seconds_since(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
 }  // namespace
 
@@ -119,11 +117,12 @@ std::string nondeterminism_error(const Outputs& ref_out, const std::map<std::str
       largest = o.value.detach().abs().to(at::kDouble).nan_to_num(0, 0, 0).max().item<double>();
     const double allowance = tol.atol + tol.rtol * largest;
     if (!(it->second <= kBeyond * allowance))
-      return fmt::format("the CPU reference is not deterministic: output {} differs by up to {:.3g} between two "
-                         "fresh reference instances from the same seed, {:.0f}x the tolerance ({:.3g}); a tolerance "
-                         "widened that far would pass any target (does the case read global random state or "
-                         "uninitialised memory?)",
-                         o.name, it->second, allowance > 0 ? it->second / allowance : INFINITY, allowance);
+      return fmt::format(
+          "the CPU reference is not deterministic: output {} differs by up to {:.3g} between two "
+          "fresh reference instances from the same seed, {:.0f}x the tolerance ({:.3g}); a tolerance "
+          "widened that far would pass any target (does the case read global random state or "
+          "uninitialised memory?)",
+          o.name, it->second, allowance > 0 ? it->second / allowance : INFINITY, allowance);
   }
   return {};
 }
@@ -180,8 +179,10 @@ class WorkerCaseHost final : public CaseHost {
     mpscheck::enter_phase(phase);
     // The float64 phase runs the gold and the witnesses; localisation traces every side, each
     // trace's warnings told as the reference's.
-    if (std::string(phase) == "float64") warnings_.set_side(Side::Gold);
-    else if (std::string(phase) == "localisation") warnings_.set_side(Side::Reference);
+    if (std::string(phase) == "float64")
+      warnings_.set_side(Side::Gold);
+    else if (std::string(phase) == "localisation")
+      warnings_.set_side(Side::Reference);
   }
   Outputs run(const Placement& where, const char* what) override {
     return owned(w_.instantiate(options_.setup, where)->run(), what);
@@ -222,10 +223,10 @@ void compare_sides(const Workload& w, const ExecuteOptions& options, const Outpu
       // Nothing compared is nothing checked: never a pass.
       r.status = Status::Error;
       r.phase = "comparison";
-      r.message = fmt::format("the case has no output to compare (the target gave {}); a case that compares "
-                              "nothing cannot pass",
-                              tgt_out.empty() ? "none either" : fmt::format("{} named {}", tgt_out.size(),
-                                                                            tgt_out.front().name));
+      r.message = fmt::format(
+          "the case has no output to compare (the target gave {}); a case that compares "
+          "nothing cannot pass",
+          tgt_out.empty() ? "none either" : fmt::format("{} named {}", tgt_out.size(), tgt_out.front().name));
     } else if (std::string why = nondeterminism_error(ref_out, cached.spreads, tol); !why.empty()) {
       r.status = Status::Error;
       r.phase = "reference";

@@ -13,9 +13,9 @@ namespace mpscheck {
 class ReferenceCache;
 
 struct ExecuteOptions {
-  TargetSpec target;      // resolved: no "auto"
+  TargetSpec target;  // resolved: no "auto"
   Setup setup;
-  double min_time_s = 0.2;  // timing budget per side; 0 skips timing
+  double min_time_s = 0.2;                // timing budget per side; 0 skips timing
   const ReferenceCache* cache = nullptr;  // --reference-cache
   bool reuse_reference_times = false;     // time the target alone against the cached reference time
   // Called as the case enters each phase ("reference", "target", "comparison", "float64",

@@ -90,10 +90,14 @@ class CaseExplorer {
     CaseResult result;
   };
 
-  CaseExplorer(const RegisteredWorkload& w, const RunCase& run, const ExploreOptions& options, Clock::time_point run_start,
-               const std::function<bool()>& stop)
-      : base_(w.workload->id()), inputs_(w.workload->input_shapes()), run_(run), options_(options),
-        run_start_(run_start), stop_(stop) {
+  CaseExplorer(const RegisteredWorkload& w, const RunCase& run, const ExploreOptions& options,
+               Clock::time_point run_start, const std::function<bool()>& stop)
+      : base_(w.workload->id()),
+        inputs_(w.workload->input_shapes()),
+        run_(run),
+        options_(options),
+        run_start_(run_start),
+        stop_(stop) {
     groups_ = size_groups(inputs_);
     for (const auto& g : groups_) declared_.push_back(g.declared);
     layouts_.resize(inputs_.size());
@@ -106,12 +110,15 @@ class CaseExplorer {
   // The inputs at `sizes`, each in its layout of layouts_ (as declared unless a layout search set it).
   std::vector<InputVariant> inputs_at(const std::vector<std::int64_t>& sizes) const {
     std::vector<InputVariant> in;
-    for (size_t i = 0; i < inputs_.size(); ++i) in.push_back({inputs_[i].shape, layouts_[i].layout, layouts_[i].storage_offset});
+    for (size_t i = 0; i < inputs_.size(); ++i)
+      in.push_back({inputs_[i].shape, layouts_[i].layout, layouts_[i].storage_offset});
     for (size_t g = 0; g < groups_.size(); ++g)
       for (const auto& [i, j] : groups_[g].at) in[i].shape[j] = sizes[g];
     return in;
   }
-  std::string id_at(const std::vector<std::int64_t>& sizes) const { return variant_id(base_, inputs_, inputs_at(sizes)); }
+  std::string id_at(const std::vector<std::int64_t>& sizes) const {
+    return variant_id(base_, inputs_, inputs_at(sizes));
+  }
   bool out_of_budget() const {
     return seconds_since(start_) > options_.case_budget_s || seconds_since(run_start_) > options_.run_budget_s ||
            (stop_ && stop_());
@@ -127,8 +134,8 @@ class CaseExplorer {
     auto it = seen_.find(id);
     if (it == seen_.end()) {
       if (out_of_budget()) return {Kind::Budget, {}};
-      const double left = std::min(options_.case_budget_s - seconds_since(start_),
-                                   options_.run_budget_s - seconds_since(run_start_));
+      const double left =
+          std::min(options_.case_budget_s - seconds_since(start_), options_.run_budget_s - seconds_since(run_start_));
       CaseResult r = run_(id, std::max(left, 0.001));
       ++variants_;
       if (r.phase == kBudgetPhase) return {Kind::Budget, r};  // stopped at the budget: not a verdict
@@ -177,8 +184,8 @@ std::optional<ExploreFinding> CaseExplorer::explore(ExploredCase& record) {
   const Trial declared = trial(declared_);
   if (declared.kind == Kind::Fail) {
     done("fails as declared: a finding of the fixed catalog, not explored");
-    ExploreFinding f{base_, base_, declared.result.status, declared.result.message, {}, 0, 0, "declared", {}, {},
-                     declared.result};
+    ExploreFinding f{base_, base_, declared.result.status, declared.result.message, {}, 0, 0, "declared",
+                     {},    {},    declared.result};
     f.summary = fmt::format("fails at its declared sizes ({})", to_string(f.status));
     return f;
   }
@@ -215,8 +222,8 @@ std::optional<ExploreFinding> CaseExplorer::explore(ExploredCase& record) {
       const std::int64_t size = candidates[g][k];
       const Trial t = trial(with(declared_, g, size));
       if (t.kind == Kind::Budget) {
-        done(fmt::format("{} after {} variants; no finding",
-                         stop_ && stop_() ? "the run was stopped" : "budget spent", variants_));
+        done(fmt::format("{} after {} variants; no finding", stop_ && stop_() ? "the run was stopped" : "budget spent",
+                         variants_));
         return std::nullopt;
       }
       if (t.kind == Kind::TooBig && size > declared_[g]) exhausted[g] = true;  // growing further only grows it
@@ -332,8 +339,8 @@ ExploreFinding CaseExplorer::minimise_layout(size_t input, const CaseResult& fir
   if (lay.layout != InputLayout::Declared) {
     const Kind own = fails_with(InputLayout::Declared, lay.storage_offset);
     if (own == Kind::Pass)
-      notes.push_back(fmt::format("{} {} passes", name, layout_words(InputLayout::Declared, lay.storage_offset,
-                                                                     inputs_[input].layout)));
+      notes.push_back(fmt::format("{} {} passes", name,
+                                  layout_words(InputLayout::Declared, lay.storage_offset, inputs_[input].layout)));
   }
   f.summary = fmt::format("wrong for {} {}", name, words);
   for (size_t k = 0; k < notes.size(); ++k) f.summary += (k ? ", " : "; ") + notes[k];
@@ -346,8 +353,10 @@ ExploreFinding CaseExplorer::shrink_and_bisect(size_t g, std::int64_t failing,
   // A passing size of g at the shrunk sizes: the passing ones nearest below the failure first.
   std::vector<std::int64_t> below, above;
   for (const auto& [v, ok] : passed) (v < failing ? below : above).push_back(v);
-  if (declared_[g] < failing) below.push_back(declared_[g]);
-  else above.push_back(declared_[g]);
+  if (declared_[g] < failing)
+    below.push_back(declared_[g]);
+  else
+    above.push_back(declared_[g]);
   std::sort(below.rbegin(), below.rend());
   std::sort(above.begin(), above.end());
   std::optional<std::int64_t> pass;
@@ -388,8 +397,10 @@ ExploreFinding CaseExplorer::shrink_and_bisect(size_t g, std::int64_t failing,
   while (std::abs(hi - lo) > 1) {
     const std::int64_t mid = lo + (hi - lo) / 2;
     const Trial t = trial(with(sizes, g, mid));
-    if (t.kind == Kind::Fail) hi = mid;
-    else if (t.kind == Kind::Pass) lo = mid;
+    if (t.kind == Kind::Fail)
+      hi = mid;
+    else if (t.kind == Kind::Pass)
+      lo = mid;
     else {
       budget = true;
       break;
@@ -399,7 +410,8 @@ ExploreFinding CaseExplorer::shrink_and_bisect(size_t g, std::int64_t failing,
   f.last_passing = lo;
   if (budget) {
     f.pattern = "unbisected";
-    f.summary = fmt::format("wrong at {} = {}, passes at {}; the budget ran out before the threshold", f.dimension, hi, lo);
+    f.summary =
+        fmt::format("wrong at {} = {}, passes at {}; the budget ran out before the threshold", f.dimension, hi, lo);
     return f;
   }
   const bool upward = lo < hi;
@@ -410,8 +422,8 @@ ExploreFinding CaseExplorer::shrink_and_bisect(size_t g, std::int64_t failing,
     const Trial half = trial(with(sizes, g, hi / 2));
     if (twice.kind == Kind::Fail && half.kind == Kind::Pass) {
       f.pattern = "powers-of-two";
-      f.summary = fmt::format("wrong at {} = {} (a power of two) and at {}; {}, {} and {} pass", f.dimension, hi, 2 * hi,
-                              lo, beyond, hi / 2);
+      f.summary = fmt::format("wrong at {} = {} (a power of two) and at {}; {}, {} and {} pass", f.dimension, hi,
+                              2 * hi, lo, beyond, hi / 2);
       return f;
     }
   }
@@ -420,9 +432,9 @@ ExploreFinding CaseExplorer::shrink_and_bisect(size_t g, std::int64_t failing,
     f.summary = fmt::format("wrong at {} = {} only; {} and {} pass", f.dimension, hi, lo, beyond);
   } else {
     f.pattern = upward ? "from" : "up-to";
-    f.summary = fmt::format("wrong {} {} = {}; {} = {} passes{}", upward ? "from" : "up to", f.dimension, hi,
-                            f.dimension, lo,
-                            next.kind == Kind::Fail ? fmt::format(" ({} fails too)", beyond) : std::string());
+    f.summary =
+        fmt::format("wrong {} {} = {}; {} = {} passes{}", upward ? "from" : "up to", f.dimension, hi, f.dimension, lo,
+                    next.kind == Kind::Fail ? fmt::format(" ({} fails too)", beyond) : std::string());
   }
   return f;
 }
@@ -448,7 +460,8 @@ ExploreOutcome explore_cases(const std::vector<RegisteredWorkload>& cases, const
     }
     CaseExplorer explorer(w, run, options, run_start, stop);
     std::string sizes;
-    for (const auto& g : explorer.groups()) sizes += fmt::format("{}{} = {}", sizes.empty() ? "" : ", ", g.name, g.declared);
+    for (const auto& g : explorer.groups())
+      sizes += fmt::format("{}{} = {}", sizes.empty() ? "" : ", ", g.name, g.declared);
     log << "explore " << w.workload->id() << (sizes.empty() ? "" : " (" + sizes + ")") << std::endl;
     ExploredCase record;
     std::optional<ExploreFinding> f = explorer.explore(record);

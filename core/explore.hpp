@@ -23,17 +23,17 @@
 namespace mpscheck {
 
 struct ExploreOptions {
-  double case_budget_s = 60;   // per declared case
-  double run_budget_s = 600;   // for the whole run
-  std::uint64_t seed = 0;      // the seeded sizes (and, through the workers, the inputs)
+  double case_budget_s = 60;                          // per declared case
+  double run_budget_s = 600;                          // for the whole run
+  std::uint64_t seed = 0;                             // the seeded sizes (and, through the workers, the inputs)
   std::int64_t max_elements = std::int64_t{1} << 22;  // per input: a variant past it is not made
 };
 
 struct ExploreFinding {
-  std::string base;      // the declared case
-  std::string id;        // the minimal failing variant (the declared id when the case itself fails)
+  std::string base;  // the declared case
+  std::string id;    // the minimal failing variant (the declared id when the case itself fails)
   Status status = Status::Pass;
-  std::string message;   // the verdict's message for `id`
+  std::string message;  // the verdict's message for `id`
   // The size that decides it, named by where it occurs ("a[1]=b[0]"), and the threshold: the first
   // failing size and its passing neighbour (below it for "from", above for "up-to"). "at": only
   // that size fails, both neighbours pass; "powers-of-two": so, and twice it fails too. Empty for
@@ -41,16 +41,16 @@ struct ExploreFinding {
   std::string dimension;
   std::int64_t first_failing = 0, last_passing = 0;
   std::string pattern;
-  std::string summary;   // one line for the console
-  std::string layout;    // pattern "layout": the input and the layout that fails ("x channels_last at storage offset 1")
-  CaseResult result;     // the verdict of `id` as the worker gave it (outputs, phase, figures)
+  std::string summary;  // one line for the console
+  std::string layout;   // pattern "layout": the input and the layout that fails ("x channels_last at storage offset 1")
+  CaseResult result;    // the verdict of `id` as the worker gave it (outputs, phase, figures)
 };
 
 struct ExploredCase {
   std::string id;
-  int variants = 0;      // run through a worker
+  int variants = 0;  // run through a worker
   double seconds = 0;
-  std::string note;      // why it was not explored, or stopped early
+  std::string note;  // why it was not explored, or stopped early
   // The declared case passed and its variants ran (a replayed id: it ran); false when it was not
   // explored at all (no input sizes, the budget, a declared case that does not pass).
   bool explored = false;

@@ -27,13 +27,16 @@ std::optional<std::string> not_utf8(const char* option, std::string_view value) 
   // One line: a newline or another control character in the value is shown as U+FFFD too.
   std::string line;
   for (char c : shown) {
-    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) line += "\xEF\xBF\xBD";
-    else line += c;
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f)
+      line += "\xEF\xBF\xBD";
+    else
+      line += c;
   }
   shown = std::move(line);
-  return fmt::format("{} '{}' is not valid UTF-8 (shown with U+FFFD for the bad bytes); mpscheck hands it to its "
-                     "workers as JSON text, which must be UTF-8: rename it, or link it from a UTF-8 name",
-                     option, shown);
+  return fmt::format(
+      "{} '{}' is not valid UTF-8 (shown with U+FFFD for the bad bytes); mpscheck hands it to its "
+      "workers as JSON text, which must be UTF-8: rename it, or link it from a UTF-8 name",
+      option, shown);
 }
 
 }  // namespace mpscheck

@@ -11,14 +11,16 @@ namespace {
 
 c10::ScalarType dtype_named(const std::string& name, const std::string& spec) {
   static const std::pair<const char*, c10::ScalarType> kNames[] = {
-      {"float32", c10::kFloat}, {"float", c10::kFloat},     {"float16", c10::kHalf}, {"half", c10::kHalf},
-      {"bfloat16", c10::kBFloat16}, {"float64", c10::kDouble}, {"int64", c10::kLong}, {"long", c10::kLong},
-      {"int32", c10::kInt},     {"int", c10::kInt},         {"int16", c10::kShort},  {"int8", c10::kChar},
-      {"uint8", c10::kByte},    {"bool", c10::kBool}};
+      {"float32", c10::kFloat},     {"float", c10::kFloat},    {"float16", c10::kHalf}, {"half", c10::kHalf},
+      {"bfloat16", c10::kBFloat16}, {"float64", c10::kDouble}, {"int64", c10::kLong},   {"long", c10::kLong},
+      {"int32", c10::kInt},         {"int", c10::kInt},        {"int16", c10::kShort},  {"int8", c10::kChar},
+      {"uint8", c10::kByte},        {"bool", c10::kBool}};
   for (const auto& [n, t] : kNames)
     if (name == n) return t;
-  throw BadModelInput(fmt::format("--input {}: unknown dtype '{}'; use float32, float16, bfloat16, float64, int64, "
-                                  "int32, int16, int8, uint8 or bool", spec, name.substr(0, 40)));
+  throw BadModelInput(
+      fmt::format("--input {}: unknown dtype '{}'; use float32, float16, bfloat16, float64, int64, "
+                  "int32, int16, int8, uint8 or bool",
+                  spec, name.substr(0, 40)));
 }
 
 // A hand-written scanner rather than std::regex: libstdc++'s regex recurses per character, so a
@@ -56,9 +58,10 @@ struct Scanner {
 
 InputSpec parse_input_spec(const std::string& text) {
   const auto bad_form = [&] {
-    return BadModelInput(fmt::format("--input '{}' is not DTYPE[d0,d1,...] with an optional :LO..HI, e.g. "
-                                     "float32[1,3,224,224] or int64[1,128]:0..30522",
-                                     text.size() > 80 ? text.substr(0, 80) + "..." : text));
+    return BadModelInput(
+        fmt::format("--input '{}' is not DTYPE[d0,d1,...] with an optional :LO..HI, e.g. "
+                    "float32[1,3,224,224] or int64[1,128]:0..30522",
+                    text.size() > 80 ? text.substr(0, 80) + "..." : text));
   };
   Scanner sc{text};
   sc.skip_space();
@@ -80,7 +83,8 @@ InputSpec parse_input_spec(const std::string& text) {
       s.shape.push_back(d);
       numel = d == 0 ? 0 : numel;
       if (numel != 0 && d > kMaxInputElements / numel)
-        throw BadModelInput(fmt::format("--input '{}': more than {} elements; use a smaller shape", text, kMaxInputElements));
+        throw BadModelInput(
+            fmt::format("--input '{}': more than {} elements; use a smaller shape", text, kMaxInputElements));
       numel *= d;
       sc.skip_space();
       if (sc.eat(']')) break;

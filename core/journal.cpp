@@ -53,7 +53,8 @@ Journal::Journal(const std::string& path, const nlohmann::json& header, bool res
   // Close-on-exec: a worker must never hold the journal open.
   fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | (resume ? 0 : O_TRUNC), 0644);
   if (fd_ < 0)
-    throw JournalError(fmt::format("cannot write the journal {}: {}; check the report folder", path, std::strerror(errno)));
+    throw JournalError(
+        fmt::format("cannot write the journal {}: {}; check the report folder", path, std::strerror(errno)));
   // A resumed journal may end in a half-written line of a killed run; a newline ends it (empty lines are skipped).
   write_line(resume ? std::string() : header.dump());
   last_sync_ = std::chrono::steady_clock::now();
@@ -67,7 +68,7 @@ Journal::~Journal() {
 }
 
 void Journal::write_line(const std::string& text) {
-  struct stat sb{};
+  struct stat sb {};
   const off_t before = ::fstat(fd_, &sb) == 0 ? sb.st_size : -1;
   const std::string line = text + '\n';
   const char* p = line.data();

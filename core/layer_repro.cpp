@@ -15,9 +15,12 @@ namespace {
 std::string py_string(const std::string& s) {
   std::string out = "\"";
   for (unsigned char ch : s) {
-    if (ch == '"' || ch == '\\') out += '\\', out += static_cast<char>(ch);
-    else if (ch >= 0x20 && ch < 0x7f) out += static_cast<char>(ch);
-    else out += fmt::format("\\x{:02x}", ch);
+    if (ch == '"' || ch == '\\')
+      out += '\\', out += static_cast<char>(ch);
+    else if (ch >= 0x20 && ch < 0x7f)
+      out += static_cast<char>(ch);
+    else
+      out += fmt::format("\\x{:02x}", ch);
   }
   return out + "\"";
 }
@@ -142,24 +145,27 @@ std::string render_layer_script(const CaseResult& r, const LayerCall& call, cons
     params += (params.empty() ? "" : ", ") + t.name;
   }
   std::string py;
-  py += fmt::format("# mpscheck op-level reproducer: {} on {} ({}), layer {}{}\n", one_line(r.id), one_line(target.device),
-                    target.dtype, one_line(layer), call_text(r));
+  py += fmt::format("# mpscheck op-level reproducer: {} on {} ({}), layer {}{}\n", one_line(r.id),
+                    one_line(target.device), target.dtype, one_line(layer), call_text(r));
   py += "#\n";
   py += fmt::format("# mpscheck localised this model finding to layer {}{}: {}.\n", one_line(layer), call_text(r),
                     one_line(in_model));
-  py += "# This script runs that layer's op alone, on the input and parameters the CPU float32 reference gave it\n"
-        "# (saved by mpscheck; torch.load reads them): in float64, the exact answer; in float32; as honest\n"
-        "# rounding in DTYPE (inputs rounded, float32 arithmetic, the result rounded once); and on DEVICE in\n"
-        "# DTYPE. It prints each one's error against float64 and says whether DEVICE is the wrong side\n"
-        "# (exit code 1 when it is, 0 when the op alone computes within honest rounding).\n#\n";
-  py += fmt::format("#     python3 {} [{}]\n#\n", one_line(data_file.substr(0, data_file.rfind('.')) + ".py"), one_line(data_file));
+  py +=
+      "# This script runs that layer's op alone, on the input and parameters the CPU float32 reference gave it\n"
+      "# (saved by mpscheck; torch.load reads them): in float64, the exact answer; in float32; as honest\n"
+      "# rounding in DTYPE (inputs rounded, float32 arithmetic, the result rounded once); and on DEVICE in\n"
+      "# DTYPE. It prints each one's error against float64 and says whether DEVICE is the wrong side\n"
+      "# (exit code 1 when it is, 0 when the op alone computes within honest rounding).\n#\n";
+  py += fmt::format("#     python3 {} [{}]\n#\n", one_line(data_file.substr(0, data_file.rfind('.')) + ".py"),
+                    one_line(data_file));
   py += fmt::format("# The op:   {}\n", one_line(call.python));
   py += fmt::format("# Its data: {}\n", one_line(data));
   py += "import json, math, os, sys\n\nimport torch\n\n";
   py += fmt::format("DEVICE = {}\n", py_string(target.device));
   py += fmt::format("DTYPE = {}\n", python_dtype(target.dtype));
-  py += fmt::format("DATA = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(os.path.abspath(__file__)), {})\n",
-                    py_string(data_file));
+  py += fmt::format(
+      "DATA = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(os.path.abspath(__file__)), {})\n",
+      py_string(data_file));
   py += fmt::format("LAYER = {}\n", py_string(layer));
   py += fmt::format("CALL = {}\n", py_string(call_text(r)));
   py += fmt::format("OP = {}\n", py_string(call.python));
@@ -176,7 +182,8 @@ LayerScript write_layer_files(const CaseResult& r, const LayerCall& call, const 
   // Pairs of (name, tensor) in a tuple: plain pickle that torch.load reads with weights_only=True,
   // its default (a c10::Dict would carry a type tag that only a trusting load accepts).
   std::vector<c10::IValue> pairs;
-  for (const auto& t : call.tensors) pairs.emplace_back(c10::ivalue::Tuple::create({c10::IValue(t.name), c10::IValue(t.value.contiguous())}));
+  for (const auto& t : call.tensors)
+    pairs.emplace_back(c10::ivalue::Tuple::create({c10::IValue(t.name), c10::IValue(t.value.contiguous())}));
   const std::vector<char> bytes = torch::jit::pickle_save(c10::IValue(c10::ivalue::Tuple::create(std::move(pairs))));
   const std::string base = case_file_name(r.id) + ".layer";
   LayerScript out;

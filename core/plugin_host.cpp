@@ -101,29 +101,33 @@ void check_one_libtorch(const fs::path& file) {
       if (h.filename().string().substr(0, h.filename().string().find(".so")) == kind) ours = h;
     std::string theirs = resolve_dependency(needed, *deps);
     if (theirs.empty()) theirs = "not found on the loader's paths";
-    throw PluginLoadError(fmt::format("{}: links {} ({}), another LibTorch than this mpscheck's ({}); one process "
-                                      "holds one LibTorch, so it was not loaded: rebuild the plugin against {}",
-                                      file.string(), needed, theirs, ours.string(), ours.parent_path().string()));
+    throw PluginLoadError(
+        fmt::format("{}: links {} ({}), another LibTorch than this mpscheck's ({}); one process "
+                    "holds one LibTorch, so it was not loaded: rebuild the plugin against {}",
+                    file.string(), needed, theirs, ours.string(), ours.parent_path().string()));
   }
 }
 }  // namespace
 
 void check_plugin_trust(const fs::path& path) {
-  struct stat sb{};
+  struct stat sb {};
   if (::stat(path.c_str(), &sb) != 0) return;  // a missing path gets its own message from the caller
   const char* what = S_ISDIR(sb.st_mode) ? "plugin folder" : "plugin";
   // Code from there runs inside mpscheck: only its owner (or root) may have been able to write it.
   if (sb.st_mode & S_IWOTH)
-    throw UntrustedPlugin(fmt::format("refusing {} {}: it is world-writable, so anyone on this machine could have "
-                                      "replaced it; if you trust it, run 'chmod o-w {}'",
-                                      what, path.string(), path.string()));
+    throw UntrustedPlugin(
+        fmt::format("refusing {} {}: it is world-writable, so anyone on this machine could have "
+                    "replaced it; if you trust it, run 'chmod o-w {}'",
+                    what, path.string(), path.string()));
   const uid_t me = ::geteuid();
   if (sb.st_uid != me && sb.st_uid != 0) {
     const passwd* owner = ::getpwuid(sb.st_uid);
-    const std::string who = owner ? fmt::format("{} (uid {})", owner->pw_name, sb.st_uid) : fmt::format("uid {}", sb.st_uid);
-    throw UntrustedPlugin(fmt::format("refusing {} {}: it belongs to {}, not to you or root; if you trust it, run "
-                                      "'chown {} {}' (or copy it into a folder of your own)",
-                                      what, path.string(), who, me, path.string()));
+    const std::string who =
+        owner ? fmt::format("{} (uid {})", owner->pw_name, sb.st_uid) : fmt::format("uid {}", sb.st_uid);
+    throw UntrustedPlugin(
+        fmt::format("refusing {} {}: it belongs to {}, not to you or root; if you trust it, run "
+                    "'chown {} {}' (or copy it into a folder of your own)",
+                    what, path.string(), who, me, path.string()));
   }
 }
 
@@ -139,45 +143,49 @@ void PluginHost::load_file(const fs::path& file) {
   boost::dll::shared_library lib(file, ec, boost::dll::load_mode::rtld_lazy | boost::dll::load_mode::rtld_local);
   if (ec || !lib.is_loaded()) {
     const char* detail = dlerror();  // the loader's own reason is more useful than the errno
-    throw PluginLoadError(fmt::format("{}: not a loadable shared library ({})", where,
-                                      detail ? detail : ec.message()));
+    throw PluginLoadError(fmt::format("{}: not a loadable shared library ({})", where, detail ? detail : ec.message()));
   }
   if (!lib.has("mpscheck_plugin"))
-    throw PluginLoadError(fmt::format("{}: not an mpscheck plugin (it exports no 'mpscheck_plugin' "
-                                      "descriptor; build it with MPSCHECK_PLUGIN)", where));
+    throw PluginLoadError(
+        fmt::format("{}: not an mpscheck plugin (it exports no 'mpscheck_plugin' "
+                    "descriptor; build it with MPSCHECK_PLUGIN)",
+                    where));
   auto descriptor_fn = lib.get_alias<const PluginDescriptor*()>("mpscheck_plugin");
   const PluginDescriptor* d = descriptor_fn();
   if (d == nullptr || d->magic != kPluginMagic)
     throw PluginLoadError(fmt::format("{}: its 'mpscheck_plugin' symbol is not an mpscheck descriptor", where));
   if (d->api_version != kPluginApiVersion)
-    throw PluginLoadError(fmt::format("{}: built for plugin API version {}, this mpscheck speaks version {}; "
-                                      "rebuild the plugin against this mpscheck's SDK",
-                                      where, d->api_version, kPluginApiVersion));
+    throw PluginLoadError(
+        fmt::format("{}: built for plugin API version {}, this mpscheck speaks version {}; "
+                    "rebuild the plugin against this mpscheck's SDK",
+                    where, d->api_version, kPluginApiVersion));
   if (d->torch_major != TORCH_VERSION_MAJOR || d->torch_minor != TORCH_VERSION_MINOR)
-    throw PluginLoadError(fmt::format("{}: built against LibTorch {}.{}, this mpscheck uses LibTorch {}.{}; "
-                                      "rebuild the plugin against the same LibTorch",
-                                      where, d->torch_major, d->torch_minor, TORCH_VERSION_MAJOR,
-                                      TORCH_VERSION_MINOR));
+    throw PluginLoadError(
+        fmt::format("{}: built against LibTorch {}.{}, this mpscheck uses LibTorch {}.{}; "
+                    "rebuild the plugin against the same LibTorch",
+                    where, d->torch_major, d->torch_minor, TORCH_VERSION_MAJOR, TORCH_VERSION_MINOR));
   auto info = std::make_unique<PluginInfo>(PluginInfo{where, d->name ? d->name : "?", d->version ? d->version : "?"});
   Catalog catalog;
   try {
     d->create(catalog);
   } catch (const std::exception& e) {
     permanent_libraries().push_back(std::move(lib));  // the exception's code lives in the library
-    throw PluginLoadError(fmt::format("{}: plugin '{}' failed while creating its cases: {}", where, info->name, e.what()));
+    throw PluginLoadError(
+        fmt::format("{}: plugin '{}' failed while creating its cases: {}", where, info->name, e.what()));
   } catch (...) {
     permanent_libraries().push_back(std::move(lib));
-    throw PluginLoadError(fmt::format("{}: plugin '{}' failed while creating its cases (unknown exception)",
-                                      where, info->name));
+    throw PluginLoadError(
+        fmt::format("{}: plugin '{}' failed while creating its cases (unknown exception)", where, info->name));
   }
   permanent_libraries().push_back(std::move(lib));
   // A misspelt tolerance family would be compared under a default tolerance: refuse it here.
   for (const auto& w : catalog.workloads()) {
     const std::string family = w->family();
     if (!is_tolerance_family(family))
-      throw PluginLoadError(fmt::format("{}: plugin '{}' case {} names tolerance family '{}', which mpscheck does not "
-                                        "have; use one of: {}",
-                                        where, info->name, w->id(), family, tolerance_family_list()));
+      throw PluginLoadError(
+          fmt::format("{}: plugin '{}' case {} names tolerance family '{}', which mpscheck does not "
+                      "have; use one of: {}",
+                      where, info->name, w->id(), family, tolerance_family_list()));
   }
   for (auto& w : catalog.workloads()) workloads_.emplace_back(info.get(), std::move(w));
   plugins_.push_back(std::move(info));

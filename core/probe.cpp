@@ -64,11 +64,14 @@ CaseResult run_probe(const TargetSpec& target) {
 }
 
 std::string unusable_device_line(const std::string& device, const std::string& error) {
-  std::string line = fmt::format("target '{}' is present but unusable: allocating, running a 4x4 matrix product, "
-                                 "synchronising and copying back failed: {}", device, error);
+  std::string line = fmt::format(
+      "target '{}' is present but unusable: allocating, running a 4x4 matrix product, "
+      "synchronising and copying back failed: {}",
+      device, error);
   if (device == "mps")
-    line += "; GitHub-hosted macOS runners have no usable MPS (Apple's Virtualization Framework): run on a "
-            "self-hosted Apple Silicon runner, or use --target cpu:bfloat16 there";
+    line +=
+        "; GitHub-hosted macOS runners have no usable MPS (Apple's Virtualization Framework): run on a "
+        "self-hosted Apple Silicon runner, or use --target cpu:bfloat16 there";
   else
     line += fmt::format("; check the {} device and its driver, or use --target cpu:bfloat16", device);
   return line;
@@ -85,7 +88,8 @@ std::optional<ProbeFailure> probe_target(Runner& runner, const TargetSpec& targe
   }
   if (r.status == Status::Pass) return std::nullopt;
   std::string why = r.message;
-  if (r.status == Status::Timeout) why = fmt::format("no answer within {:g} s (the device hangs)", std::min(timeout_s, kProbeDeadlineS));
+  if (r.status == Status::Timeout)
+    why = fmt::format("no answer within {:g} s (the device hangs)", std::min(timeout_s, kProbeDeadlineS));
   why = one_line(why);
   return ProbeFailure{why, unusable_device_line(device, why)};
 }

@@ -31,11 +31,16 @@ constexpr const char* kTorchKey = "mpscheck.torch_version";
 
 const char* dtype_name(c10::ScalarType t) {
   switch (t) {
-    case c10::kFloat: return "float32";
-    case c10::kDouble: return "float64";
-    case c10::kBFloat16: return "bfloat16";
-    case c10::kHalf: return "float16";
-    default: return "?";
+    case c10::kFloat:
+      return "float32";
+    case c10::kDouble:
+      return "float64";
+    case c10::kBFloat16:
+      return "bfloat16";
+    case c10::kHalf:
+      return "float16";
+    default:
+      return "?";
   }
 }
 
@@ -84,10 +89,10 @@ PackageContents read_package(const std::string& path) {
                                       hint()));
     const std::string version = record_text(reader, std::string(spec::ARCHIVE_VERSION_PATH));
     if (!version.empty() && version != spec::ARCHIVE_VERSION_VALUE)
-      throw BadModelInput(fmt::format("--model {} is a .pt2 archive of version {}; this mpscheck's LibTorch {} reads "
-                                      "version {}: compile it again with torch {}",
-                                      path, version.substr(0, 20), TORCH_VERSION, spec::ARCHIVE_VERSION_VALUE,
-                                      TORCH_VERSION));
+      throw BadModelInput(
+          fmt::format("--model {} is a .pt2 archive of version {}; this mpscheck's LibTorch {} reads "
+                      "version {}: compile it again with torch {}",
+                      path, version.substr(0, 20), TORCH_VERSION, spec::ARCHIVE_VERSION_VALUE, TORCH_VERSION));
   } catch (const BadModelInput&) {
     throw;
   } catch (const std::exception& e) {
@@ -220,9 +225,7 @@ class Pt2Workload final : public UserModelWorkload {
   Pt2Workload(Pt2Options o, PackageContents contents) : o_(std::move(o)), contents_(std::move(contents)) {
     if (o_.eager) eager_ = std::move(make_torchscript_workloads(*o_.eager, false).front());
   }
-  std::string id() const override {
-    return "model/pt2/" + std::filesystem::path(o_.path).stem().string() + "/infer";
-  }
+  std::string id() const override { return "model/pt2/" + std::filesystem::path(o_.path).stem().string() + "/infer"; }
   Kind kind() const override { return Kind::Model; }
   std::vector<std::string> tags() const override {
     std::vector<std::string> t{"pt2", "infer"};
@@ -310,35 +313,37 @@ void check_model(const Pt2Options& o, const PackageContents& p, const std::strin
   };
   const std::string torch = get(kTorchKey);
   if (!torch.empty() && major_minor(torch) != major_minor(TORCH_VERSION))
-    throw BadModelInput(fmt::format("--model {}: its model {} was compiled by torch {}, and this mpscheck runs LibTorch "
-                                    "{}; mpscheck runs AOTInductor code only on the torch release that compiled it: compile it again "
-                                    "with torch {}",
-                                    o.path, name, torch.substr(0, 40), TORCH_VERSION, TORCH_VERSION));
+    throw BadModelInput(
+        fmt::format("--model {}: its model {} was compiled by torch {}, and this mpscheck runs LibTorch "
+                    "{}; mpscheck runs AOTInductor code only on the torch release that compiled it: compile it again "
+                    "with torch {}",
+                    o.path, name, torch.substr(0, 40), TORCH_VERSION, TORCH_VERSION));
   const std::string platform = get("AOTI_PLATFORM"), machine = get("AOTI_MACHINE");
   if ((!platform.empty() && platform != this_platform()) || (!machine.empty() && machine != this_machine()))
-    throw BadModelInput(fmt::format("--model {}: its model {} ({}) was compiled for {} {}, and this machine is {} {}; {}",
-                                    o.path, name, role, platform, machine, this_platform(), this_machine(), hint()));
+    throw BadModelInput(
+        fmt::format("--model {}: its model {} ({}) was compiled for {} {}, and this machine is {} {}; {}", o.path, name,
+                    role, platform, machine, this_platform(), this_machine(), hint()));
   if (get("AOTI_DEVICE_KEY") == "cpu")
     if (const auto missing = missing_isa(get("AOTI_CPU_ISA")); !missing.empty())
-      throw BadModelInput(fmt::format("--model {}: its model {} ({}) was compiled for a CPU with {}, which this CPU "
-                                      "lacks; {}",
-                                      o.path, name, role, fmt::join(missing, ", "), hint()));
+      throw BadModelInput(
+          fmt::format("--model {}: its model {} ({}) was compiled for a CPU with {}, which this CPU "
+                      "lacks; {}",
+                      o.path, name, role, fmt::join(missing, ", "), hint()));
   int count = -1;
   try {
     torch::inductor::AOTIModelPackageLoader loader(o.path, name);
     count = input_count(loader);
   } catch (const std::exception& e) {
-    throw BadModelInput(fmt::format("--model {}: its model {} ({}) does not load here ({}){}; {}", o.path, name, role,
-                                    what_of(e),
-                                    torch.empty() ? ": it may have been compiled by another torch than LibTorch " +
-                                                        std::string(TORCH_VERSION)
-                                                  : "",
-                                    hint()));
+    throw BadModelInput(fmt::format(
+        "--model {}: its model {} ({}) does not load here ({}){}; {}", o.path, name, role, what_of(e),
+        torch.empty() ? ": it may have been compiled by another torch than LibTorch " + std::string(TORCH_VERSION) : "",
+        hint()));
   }
   if (count >= 0 && static_cast<size_t>(count) != o.inputs.size())
-    throw BadModelInput(fmt::format("--model {}: its model {} takes {} input{}, and --input gives {}; give one --input "
-                                    "per argument, in order",
-                                    o.path, name, count, count == 1 ? "" : "s", o.inputs.size()));
+    throw BadModelInput(
+        fmt::format("--model {}: its model {} takes {} input{}, and --input gives {}; give one --input "
+                    "per argument, in order",
+                    o.path, name, count, count == 1 ? "" : "s", o.inputs.size()));
   const std::string recorded = get(kInputsKey);
   if (recorded.empty()) return;
   std::vector<std::string> given, traced;
@@ -355,16 +360,15 @@ void check_model(const Pt2Options& o, const PackageContents& p, const std::strin
     }
   }
   if (!match)
-    throw BadModelInput(fmt::format("--model {}: --input {} does not match the inputs its model {} was compiled for "
-                                    "({}); a package runs only at the dtypes and shapes it was compiled for",
-                                    o.path, fmt::join(given, " "), name, recorded));
+    throw BadModelInput(
+        fmt::format("--model {}: --input {} does not match the inputs its model {} was compiled for "
+                    "({}); a package runs only at the dtypes and shapes it was compiled for",
+                    o.path, fmt::join(given, " "), name, recorded));
 }
 
 }  // namespace
 
-bool is_pt2_path(const std::string& path) {
-  return path.size() > 4 && path.compare(path.size() - 4, 4, ".pt2") == 0;
-}
+bool is_pt2_path(const std::string& path) { return path.size() > 4 && path.compare(path.size() - 4, 4, ".pt2") == 0; }
 
 Pt2Options pt2_options(const std::string& path, const std::vector<std::string>& specs, const std::string& eager,
                        const std::vector<std::string>& model_for) {
@@ -381,9 +385,10 @@ Pt2Options pt2_options(const std::string& path, const std::vector<std::string>& 
       break;
     }
     if (o.inputs.empty())
-      throw BadModelInput(fmt::format("--model {}: the package records no inputs; give them with --input, e.g. "
-                                      "--input float32[1,3,224,224]",
-                                      path));
+      throw BadModelInput(
+          fmt::format("--model {}: the package records no inputs; give them with --input, e.g. "
+                      "--input float32[1,3,224,224]",
+                      path));
   }
   if (!eager.empty()) {
     o.eager = torchscript_options(eager, {}, model_for);
@@ -406,17 +411,19 @@ void check_pt2(const Pt2Options& o, const c10::Device& device, c10::ScalarType d
   const auto need = [&](const std::string& d, c10::ScalarType t, const std::string& role) {
     const std::string name = model_name_for(p, d, t);
     if (name.empty())
-      throw BadModelInput(fmt::format("--model {} holds no model compiled for {} in {}, which {} needs (it holds {}); "
-                                      "compile one named {}_{} with scripts/mpscheck-export.py on a machine with {}",
-                                      o.path, d, dtype_name(t), role, p.names(), d, dtype_name(t), d));
+      throw BadModelInput(
+          fmt::format("--model {} holds no model compiled for {} in {}, which {} needs (it holds {}); "
+                      "compile one named {}_{} with scripts/mpscheck-export.py on a machine with {}",
+                      o.path, d, dtype_name(t), role, p.names(), d, dtype_name(t), d));
     check_model(o, p, name, role);
   };
   if (device.is_cpu() && dtype == c10::kFloat && !o.eager)
-    throw BadModelInput(fmt::format("--model {} on --target cpu would compare the package's cpu_float32 model with "
-                                    "itself; give the model's TorchScript as --eager FILE.pt (scripts/mpscheck-export.py "
-                                    "writes it) to check the compiled code against eager, or a reduced-precision "
-                                    "target such as cpu:bfloat16",
-                                    o.path));
+    throw BadModelInput(
+        fmt::format("--model {} on --target cpu would compare the package's cpu_float32 model with "
+                    "itself; give the model's TorchScript as --eager FILE.pt (scripts/mpscheck-export.py "
+                    "writes it) to check the compiled code against eager, or a reduced-precision "
+                    "target such as cpu:bfloat16",
+                    o.path));
   need(dev, dtype, "the target");
   if (!o.eager) {
     need("cpu", c10::kFloat, "the CPU float32 reference");

@@ -17,8 +17,8 @@
 namespace mpscheck {
 
 struct Pt2Options {
-  std::string path;               // --model FILE.pt2
-  std::vector<InputSpec> inputs;  // --input, else the specs the package records
+  std::string path;                         // --model FILE.pt2
+  std::vector<InputSpec> inputs;            // --input, else the specs the package records
   std::optional<TorchScriptOptions> eager;  // --eager FILE.pt (with its --model-for files)
 };
 

@@ -241,7 +241,8 @@ std::optional<CachedReference> ReferenceCache::load(const CacheKey& key, std::st
     char magic[sizeof kMagic];
     for (char& c : magic) c = r.pod<char>();
     if (std::memcmp(magic, kMagic, sizeof kMagic) != 0) throw Damaged("it is not a reference cache entry");
-    if (r.text() != key.text()) throw Damaged("it was written for another key (LibTorch, CPU, seed, plugin, model file or case)");
+    if (r.text() != key.text())
+      throw Damaged("it was written for another key (LibTorch, CPU, seed, plugin, model file or case)");
     const auto length = r.pod<std::uint64_t>();
     if (length > kMaxEntryBytes) throw Damaged("an impossible length");
     std::string payload(static_cast<size_t>(length), '\0');

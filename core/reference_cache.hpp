@@ -21,9 +21,9 @@
 namespace mpscheck {
 
 struct CacheKey {
-  std::string torch;   // TORCH_VERSION and a digest of at::show_config()
-  std::string cpu;     // model name
-  int threads = 0;     // intra-op threads the reference ran with
+  std::string torch;  // TORCH_VERSION and a digest of at::show_config()
+  std::string cpu;    // model name
+  int threads = 0;    // intra-op threads the reference ran with
   std::uint64_t seed = 0;
   bool quick = false;
   std::string plugin, plugin_version;
@@ -50,7 +50,7 @@ struct CachedReference {
   std::map<std::string, double> spreads;   // outputs that differed from themselves, by max |a-b|
   std::map<std::string, at::Tensor> gold;  // CPU float64, once a run needed it
   std::optional<TimingStats> reference_time;
-  double reference_time_budget = 0;        // --min-time the reference time was measured with
+  double reference_time_budget = 0;  // --min-time the reference time was measured with
 };
 
 class ReferenceCache {

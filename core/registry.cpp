@@ -34,13 +34,15 @@ Registry::Registry(const std::vector<RegisteredWorkload>& workloads) {
     const std::string id = w.workload->id();
     auto [it, inserted] = by_id_.emplace(id, w);
     if (!inserted && it->second.plugin == w.plugin)
-      throw DuplicateCaseId(fmt::format("case id '{}' is provided twice by plugin '{}' ({}); the plugin must give "
-                                        "every case its own id", id, w.plugin->name, w.plugin->path));
+      throw DuplicateCaseId(
+          fmt::format("case id '{}' is provided twice by plugin '{}' ({}); the plugin must give "
+                      "every case its own id",
+                      id, w.plugin->name, w.plugin->path));
     if (!inserted)
-      throw DuplicateCaseId(fmt::format("case id '{}' is provided twice: by plugin '{}' ({}) and by plugin '{}' ({}); "
-                                        "remove one of the two plugins or rename the case",
-                                        id, it->second.plugin->name, it->second.plugin->path, w.plugin->name,
-                                        w.plugin->path));
+      throw DuplicateCaseId(
+          fmt::format("case id '{}' is provided twice: by plugin '{}' ({}) and by plugin '{}' ({}); "
+                      "remove one of the two plugins or rename the case",
+                      id, it->second.plugin->name, it->second.plugin->path, w.plugin->name, w.plugin->path));
   }
 }
 

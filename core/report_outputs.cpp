@@ -17,15 +17,16 @@ std::optional<std::string> unwritable_file(const std::string& flag, const std::s
   namespace fs = std::filesystem;
   std::error_code ec;
   const fs::path target(path);
-  if (fs::is_directory(target, ec))
-    return fmt::format("{} {}: that is a folder; give a file name", flag, path);
+  if (fs::is_directory(target, ec)) return fmt::format("{} {}: that is a folder; give a file name", flag, path);
   if (target.has_parent_path()) {
     fs::create_directories(target.parent_path(), ec);
-    if (ec) return fmt::format("{} {}: cannot create its folder ({}); choose a writable path", flag, path, ec.message());
+    if (ec)
+      return fmt::format("{} {}: cannot create its folder ({}); choose a writable path", flag, path, ec.message());
   }
   const std::string probe = fmt::format("{}.probe.{}", path, static_cast<long>(::getpid()));
   const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-  if (fd < 0) return fmt::format("{} {}: cannot write there ({}); choose a writable path", flag, path, std::strerror(errno));
+  if (fd < 0)
+    return fmt::format("{} {}: cannot write there ({}); choose a writable path", flag, path, std::strerror(errno));
   ::close(fd);
   ::unlink(probe.c_str());
   return std::nullopt;

@@ -32,7 +32,11 @@ class RunState {
  public:
   RunState(const std::vector<PlannedCase>& plan, size_t already_done, const RunLoopOptions& options, Journal& journal,
            ConsoleReporter& console)
-      : plan_(plan), results_(plan.size()), finished_(already_done), options_(options), journal_(journal),
+      : plan_(plan),
+        results_(plan.size()),
+        finished_(already_done),
+        options_(options),
+        journal_(journal),
         console_(console) {}
 
   bool should_stop() const { return stop_.load() || g_interrupted; }
@@ -55,9 +59,10 @@ class RunState {
       r = runner.run(id, timeout, plan_[i].timed);
     } catch (const WorkerStartError& e) {
       std::lock_guard<std::mutex> lock(mutex_);
-      stop_locked(fmt::format("{} (stopped before case {}; the {} cases finished in this run are in {}; fix the cause, "
-                              "then run the same command with --resume)",
-                              e.what(), id, journal_.appended(), options_.journal_path));
+      stop_locked(
+          fmt::format("{} (stopped before case {}; the {} cases finished in this run are in {}; fix the cause, "
+                      "then run the same command with --resume)",
+                      e.what(), id, journal_.appended(), options_.journal_path));
       return false;
     }
     if (g_interrupted) return false;  // an interrupted case is not recorded: --resume runs it again
@@ -70,9 +75,10 @@ class RunState {
     try {
       journal_.append(r);
     } catch (const JournalError& e) {
-      stop_locked(fmt::format("{}; stopped: the {} cases finished before it are kept there; free space, then run "
-                              "the same command with --resume",
-                              e.what(), journal_.appended()));
+      stop_locked(
+          fmt::format("{}; stopped: the {} cases finished before it are kept there; free space, then run "
+                      "the same command with --resume",
+                      e.what(), journal_.appended()));
       return false;
     }
     console_.case_finished(finished_++, plan_.size(), r);
@@ -84,8 +90,10 @@ class RunState {
     RunOutcome out;
     for (size_t i = 0; i < plan_.size(); ++i) {
       const std::string id = plan_[i].workload.workload->id();
-      if (auto it = done.find(id); it != done.end()) out.cases.push_back(it->second);
-      else if (results_[i]) out.cases.push_back(std::move(*results_[i]));
+      if (auto it = done.find(id); it != done.end())
+        out.cases.push_back(it->second);
+      else if (results_[i])
+        out.cases.push_back(std::move(*results_[i]));
     }
     out.interrupted = g_interrupted;
     if (!why_.empty()) out.stopped = why_;

@@ -28,7 +28,7 @@ struct RunLoopOptions {
   int verdict_threads = 0;
   int jobs = 1;
   RunnerOptions runner;
-  std::string report_dir;  // worker logs go here
+  std::string report_dir;    // worker logs go here
   std::string journal_path;  // named when the run stops early
   TargetSpec target;
   double timeout_op_s = 60, timeout_model_s = 300;

@@ -22,7 +22,7 @@ void on_interrupt(int) { g_interrupted = 1; }
 }  // namespace
 
 void install_signal_handlers() {
-  struct sigaction sa{};
+  struct sigaction sa {};
   sa.sa_handler = on_interrupt;
   sigaction(SIGINT, &sa, nullptr);
   sigaction(SIGTERM, &sa, nullptr);
@@ -134,17 +134,18 @@ RunInputs read_run_inputs(const Config& cfg) {
 }
 
 OpenedJournal open_journal(const Config& cfg, const TargetSpec& target) {
-  const nlohmann::json header{{"mpscheck_journal", 1}, {"target", target.str()}, {"seed", cfg.seed},
-                              {"quick", cfg.quick}};
+  const nlohmann::json header{
+      {"mpscheck_journal", 1}, {"target", target.str()}, {"seed", cfg.seed}, {"quick", cfg.quick}};
   OpenedJournal j;
   try {
     if (cfg.resume) {
       auto previous = read_journal(cfg.journal_path());
       for (const char* key : {"target", "seed", "quick"}) {
         if (previous.header.value(key, nlohmann::json()) != header[key])
-          throw JournalError(fmt::format("the journal {} was written with {} {}, this run has {}; resume with the same "
-                                         "options or start afresh without --resume",
-                                         cfg.journal_path(), key, previous.header[key].dump(), header[key].dump()));
+          throw JournalError(
+              fmt::format("the journal {} was written with {} {}, this run has {}; resume with the same "
+                          "options or start afresh without --resume",
+                          cfg.journal_path(), key, previous.header[key].dump(), header[key].dump()));
       }
       for (auto& r : previous.results) j.done[r.id] = std::move(r);
       j.damaged_lines = previous.damaged_lines;
@@ -162,11 +163,12 @@ std::string dtype_policy_text(const TargetSpec& target, size_t twins) {
   if (reduced != c10::kBFloat16 && reduced != c10::kHalf) return {};
   const std::string name = reduced == c10::kBFloat16 ? "bfloat16" : "float16";
   const std::string twin = reduced == c10::kBFloat16 ? "bf16" : "f16";
-  return fmt::format("on {} every f32 case and model computes in {}; {} f32 op case{} the same computation as {} "
-                     "{} twin{} and run{} once, under the {} id; f16 and bf16 cases compute in their own dtype, "
-                     "integer and bool cases in theirs",
-                     target.str(), name, twins, twins == 1 ? " is" : "s are", twins == 1 ? "its" : "their", twin,
-                     twins == 1 ? "" : "s", twins == 1 ? "s" : "", twin);
+  return fmt::format(
+      "on {} every f32 case and model computes in {}; {} f32 op case{} the same computation as {} "
+      "{} twin{} and run{} once, under the {} id; f16 and bf16 cases compute in their own dtype, "
+      "integer and bool cases in theirs",
+      target.str(), name, twins, twins == 1 ? " is" : "s are", twins == 1 ? "its" : "their", twin,
+      twins == 1 ? "" : "s", twins == 1 ? "s" : "", twin);
 }
 
 std::vector<PlannedCase> plan_cases(const Config& cfg, const std::vector<RegisteredWorkload>& all,
@@ -218,8 +220,7 @@ RunLoopOptions run_loop_options(const Config& cfg, const TargetSpec& target) {
   o.worker.model_for = cfg.model_for;
   o.worker.eager = cfg.eager_path;
   o.worker.train = cfg.train;
-  if (!cfg.reference_cache.empty())
-    o.worker.reference_cache = std::filesystem::absolute(cfg.reference_cache).string();
+  if (!cfg.reference_cache.empty()) o.worker.reference_cache = std::filesystem::absolute(cfg.reference_cache).string();
   o.worker.reuse_reference_times = cfg.reuse_reference_times;
   o.jobs = cfg.jobs > 0 ? cfg.jobs : default_jobs(target);
   o.verdict_threads = verdict_threads_for(o.jobs, cfg.threads);

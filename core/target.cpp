@@ -16,10 +16,14 @@ namespace mpscheck {
 namespace {
 const char* dtype_name(c10::ScalarType t) {
   switch (t) {
-    case c10::kHalf: return "float16";
-    case c10::kBFloat16: return "bfloat16";
-    case c10::kFloat: return "float32";
-    default: return c10::toString(t);
+    case c10::kHalf:
+      return "float16";
+    case c10::kBFloat16:
+      return "bfloat16";
+    case c10::kFloat:
+      return "float32";
+    default:
+      return c10::toString(t);
   }
 }
 
@@ -43,9 +47,7 @@ bool is_device_name(const std::string& s) {
 }
 }  // namespace
 
-std::string TargetSpec::str() const {
-  return dtype ? device + ":" + dtype_name(*dtype) : device;
-}
+std::string TargetSpec::str() const { return dtype ? device + ":" + dtype_name(*dtype) : device; }
 
 TargetSpec parse_target(const std::string& text) {
   TargetSpec spec;
@@ -64,9 +66,10 @@ TargetSpec parse_target(const std::string& text) {
   // A plugin may register a device under its own name (PrivateUse1), and plugins load after the
   // command line is read: any well-formed name passes here, resolve_target decides.
   if (!is_device_name(base))
-    throw BadTarget(fmt::format("unknown target device '{}' in --target {}: use auto, cpu, mps or cuda (or the "
-                                "name of a device a plugin registers), optionally with :float16 or :bfloat16",
-                                base, text));
+    throw BadTarget(
+        fmt::format("unknown target device '{}' in --target {}: use auto, cpu, mps or cuda (or the "
+                    "name of a device a plugin registers), optionally with :float16 or :bfloat16",
+                    base, text));
   spec.device = device;
   if (dtype.empty() || dtype == "float32" || dtype == "f32") {
     if (!dtype.empty()) spec.dtype = c10::kFloat;
@@ -75,8 +78,7 @@ TargetSpec parse_target(const std::string& text) {
   } else if (dtype == "bfloat16" || dtype == "bf16") {
     spec.dtype = c10::kBFloat16;
   } else {
-    throw BadTarget(fmt::format("unknown dtype '{}' in --target {}: use float32, float16 or bfloat16",
-                                dtype, text));
+    throw BadTarget(fmt::format("unknown dtype '{}' in --target {}: use float32, float16 or bfloat16", dtype, text));
   }
   if (spec.dtype == c10::kFloat) spec.dtype.reset();
   return spec;
@@ -92,7 +94,8 @@ std::vector<std::string> available_devices() {
 
 std::string accelerator_status() {
   std::string s;
-  s += torch::mps::is_available() ? "mps: available" : "mps: not available (this LibTorch has no MPS backend or no Metal device)";
+  s += torch::mps::is_available() ? "mps: available"
+                                  : "mps: not available (this LibTorch has no MPS backend or no Metal device)";
   s += "; ";
   s += at::hasCUDA() ? fmt::format("cuda: available ({} devices)", torch::cuda::device_count())
                      : "cuda: not available (CPU-only LibTorch or no GPU)";
@@ -112,18 +115,19 @@ ResolvedTarget resolve_target(const TargetSpec& requested) {
     }
     r.spec.device = "cpu";
     if (!requested.dtype) r.spec.dtype = c10::kBFloat16;
-    r.note = fmt::format("no accelerator in this LibTorch build ({}); checking the reduced-precision "
-                         "CPU target {} instead",
-                         accelerator_status(), r.spec.str());
+    r.note = fmt::format(
+        "no accelerator in this LibTorch build ({}); checking the reduced-precision "
+        "CPU target {} instead",
+        accelerator_status(), r.spec.str());
     return r;
   }
   const std::string base = requested.device.substr(0, requested.device.find(':'));
   if (!device_available(base)) {
     const auto devices = available_devices();
-    throw TargetUnavailable(fmt::format(
-        "target '{}' is not available here ({}); available targets: {} (each optionally :float16 or "
-        ":bfloat16)",
-        requested.str(), accelerator_status(), fmt::join(devices, ", ")));
+    throw TargetUnavailable(
+        fmt::format("target '{}' is not available here ({}); available targets: {} (each optionally :float16 or "
+                    ":bfloat16)",
+                    requested.str(), accelerator_status(), fmt::join(devices, ", ")));
   }
   return r;
 }

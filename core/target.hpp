@@ -12,8 +12,8 @@
 namespace mpscheck {
 
 struct TargetSpec {
-  std::string device = "auto";                // "auto" | "cpu" | "mps" | "cuda" (| "cuda:1")
-  std::optional<c10::ScalarType> dtype;       // policy for float32 cases; none = float32
+  std::string device = "auto";           // "auto" | "cpu" | "mps" | "cuda" (| "cuda:1")
+  std::optional<c10::ScalarType> dtype;  // policy for float32 cases; none = float32
 
   // "mps", "cpu:bfloat16", "cuda:float16" — what a user types and reports show.
   std::string str() const;

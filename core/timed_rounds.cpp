@@ -34,9 +34,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double seconds_since(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
 // CPU time of the whole process (every intra-op thread), in seconds.
 double process_cpu_seconds() {
@@ -73,9 +71,8 @@ ThreadCpu thread_cpu_seconds() {
       mach_msg_type_number_t info_count = THREAD_BASIC_INFO_COUNT;
       if (::thread_info(threads[i], THREAD_BASIC_INFO, reinterpret_cast<thread_info_t>(&info), &info_count) ==
           KERN_SUCCESS)
-        out[static_cast<long>(threads[i])] =
-            info.user_time.seconds + info.system_time.seconds +
-            1e-6 * (info.user_time.microseconds + info.system_time.microseconds);
+        out[static_cast<long>(threads[i])] = info.user_time.seconds + info.system_time.seconds +
+                                             1e-6 * (info.user_time.microseconds + info.system_time.microseconds);
       ::mach_port_deallocate(::mach_task_self(), threads[i]);
     }
     ::vm_deallocate(::mach_task_self(), reinterpret_cast<vm_address_t>(threads), count * sizeof(thread_act_t));
@@ -98,7 +95,7 @@ struct TimedSide {
   c10::Device device;
   std::vector<double> samples;
   double total = 0;
-  double cpu = 0;  // process CPU seconds spent during the measured blocks
+  double cpu = 0;          // process CPU seconds spent during the measured blocks
   ThreadCpu thread_cpu{};  // each thread's share of those, for the reference (track_threads)
   bool track_threads = false;
   int block = 1;
@@ -146,8 +143,8 @@ struct SpeedRound {
   double speedup = 0;
   SpeedClass speed_class = SpeedClass::Similar;
   double reference_cpu_s = 0, reference_wall_s = 0;  // over the reference's measured blocks
-  double reference_quiet_share = 1;  // the cores it would hold on a quiet machine
-  double reference_busiest_thread_s = 0;  // CPU seconds of its busiest thread; 0 without per-thread figures
+  double reference_quiet_share = 1;                  // the cores it would hold on a quiet machine
+  double reference_busiest_thread_s = 0;             // CPU seconds of its busiest thread; 0 without per-thread figures
   bool interleaved = false;  // both sides timed here; false for a round against a reused reference time
   // The thread that drives the reference computes for the whole of its blocks on a quiet machine,
   // whatever the parallel part makes its helpers do: where per-thread figures exist, that thread
@@ -198,20 +195,22 @@ SpeedRound time_round(Instance& ref, Instance& tgt, c10::Device device, double b
 std::string busy_host_note(const SpeedRound& round) {
   const double share = round.reference_cpu_s / round.reference_wall_s;
   if (round.reference_busiest_thread_s > 0)
-    return fmt::format("a round measured {:.3g}x ({}), but the CPU reference's busiest thread held {:.0f}% of a core "
-                       "while it was timed ({:.2g} cores in all): the machine was busy with other work, so no claim "
-                       "(time it on a quiet machine)",
-                       round.speedup, to_string(round.speed_class),
-                       100 * round.reference_busiest_thread_s / round.reference_wall_s, share);
+    return fmt::format(
+        "a round measured {:.3g}x ({}), but the CPU reference's busiest thread held {:.0f}% of a core "
+        "while it was timed ({:.2g} cores in all): the machine was busy with other work, so no claim "
+        "(time it on a quiet machine)",
+        round.speedup, to_string(round.speed_class), 100 * round.reference_busiest_thread_s / round.reference_wall_s,
+        share);
   if (round.reference_quiet_share <= 1)
-    return fmt::format("a round measured {:.3g}x ({}), but the CPU reference held {:.0f}% of a core while it was "
-                       "timed: the machine was busy with other work, so no claim (time it on a quiet machine)",
-                       round.speedup, to_string(round.speed_class), 100 * share);
-  return fmt::format("a round measured {:.3g}x ({}), but the CPU reference held {:.2g} cores while it was timed, "
-                     "where its {:.0f} computing threads hold {:.0f} on a quiet machine: the machine was busy with "
-                     "other work, so no claim (time it on a quiet machine)",
-                     round.speedup, to_string(round.speed_class), share, round.reference_quiet_share,
-                     round.reference_quiet_share);
+    return fmt::format(
+        "a round measured {:.3g}x ({}), but the CPU reference held {:.0f}% of a core while it was "
+        "timed: the machine was busy with other work, so no claim (time it on a quiet machine)",
+        round.speedup, to_string(round.speed_class), 100 * share);
+  return fmt::format(
+      "a round measured {:.3g}x ({}), but the CPU reference held {:.2g} cores while it was timed, "
+      "where its {:.0f} computing threads hold {:.0f} on a quiet machine: the machine was busy with "
+      "other work, so no claim (time it on a quiet machine)",
+      round.speedup, to_string(round.speed_class), share, round.reference_quiet_share, round.reference_quiet_share);
 }
 
 // The target alone, with the same warm-up and block sizing as an interleaved round, against
@@ -315,21 +314,22 @@ bool settle_speed(const SpeedRound& first, bool first_reused, const Workload& w,
       if (round.host_busy()) {
         note = busy_host_note(round);
       } else if (round.speed_class != claim) {
-        note = fmt::format("a first round{} measured {:.3g}x ({}), a confirmation round on fresh instances "
-                           "{:.3g}x ({}): no claim",
-                           first_reused ? " against the cached reference time" : "", first.speedup,
-                           to_string(claim), round.speedup, to_string(round.speed_class));
+        note = fmt::format(
+            "a first round{} measured {:.3g}x ({}), a confirmation round on fresh instances "
+            "{:.3g}x ({}): no claim",
+            first_reused ? " against the cached reference time" : "", first.speedup, to_string(claim), round.speedup,
+            to_string(round.speed_class));
       } else {
         continue;
       }
       decided.speed_class = SpeedClass::Similar;
       break;
     }
-    r.speed_note = note.empty() ? fmt::format("{} in three rounds, {}the last two on fresh instances: {:.3g}x",
-                                              to_string(claim),
-                                              first_reused ? "the first against the cached reference time, " : "",
-                                              fmt::join(speedups, "x, "))
-                                : note;
+    r.speed_note = note.empty()
+                       ? fmt::format("{} in three rounds, {}the last two on fresh instances: {:.3g}x", to_string(claim),
+                                     first_reused ? "the first against the cached reference time, " : "",
+                                     fmt::join(speedups, "x, "))
+                       : note;
   } else if (first.host_busy()) {
     note = busy_host_note(first);  // no claim to withdraw, but its reference time is not kept
     r.speed_note = note;
@@ -347,8 +347,8 @@ void time_case(const Workload& w, const ExecuteOptions& options, c10::Device dev
                Instance& tgt, std::unique_ptr<Instance>& ref,
                const std::function<std::unique_ptr<Instance>()>& make_reference, CachedReference& cached,
                bool& cache_dirty, CaseResult& r) {
-  const bool reuse = options.reuse_reference_times && cached.reference_time &&
-                     cached.reference_time_budget == options.min_time_s;
+  const bool reuse =
+      options.reuse_reference_times && cached.reference_time && cached.reference_time_budget == options.min_time_s;
   const SpeedRound first = [&] {
     if (reuse) return time_target_alone(*cached.reference_time, tgt, device, options.min_time_s);
     if (!ref) ref = make_reference();

@@ -35,20 +35,21 @@ void take_state(torch::jit::Module& into, const torch::jit::Module& from, const 
   size_t taken = 0;
   const auto take = [&](const std::string& name, const at::Tensor& t) {
     const auto it = state.find(name);
-    if (it == state.end() || it->second.sizes() != t.sizes() ||
-        it->second.is_floating_point() != t.is_floating_point())
-      throw BadModelInput(fmt::format("--model-for {}: its {} {} is not in --model {}; export both files from one "
-                                      "model (scripts/export-hf.py writes them together)",
-                                      into_path, name, fmt::join(t.sizes(), "x"), from_path));
+    if (it == state.end() || it->second.sizes() != t.sizes() || it->second.is_floating_point() != t.is_floating_point())
+      throw BadModelInput(
+          fmt::format("--model-for {}: its {} {} is not in --model {}; export both files from one "
+                      "model (scripts/export-hf.py writes them together)",
+                      into_path, name, fmt::join(t.sizes(), "x"), from_path));
     t.set_data(it->second.detach().clone());
     ++taken;
   };
   for (const auto& p : into.named_parameters()) take(p.name, p.value);
   for (const auto& b : into.named_buffers()) take(b.name, b.value);
   if (taken != state.size())
-    throw BadModelInput(fmt::format("--model-for {} has {} parameters and buffers, --model {} has {}; export both "
-                                    "files from one model (scripts/export-hf.py writes them together)",
-                                    into_path, taken, from_path, state.size()));
+    throw BadModelInput(
+        fmt::format("--model-for {} has {} parameters and buffers, --model {} has {}; export both "
+                    "files from one model (scripts/export-hf.py writes them together)",
+                    into_path, taken, from_path, state.size()));
 }
 
 // torch.jit.trace records the device Python passed (torch.arange(n, device=x.device) in
@@ -128,9 +129,10 @@ void flatten(const c10::IValue& v, const std::string& name, Outputs& out, bool s
       const auto& key = entry.key();
       if (!key.isString() && !key.isInt()) {
         if (!strict) continue;
-        throw UncomparableOutput(fmt::format("output {} is a dict with a {} key; mpscheck names dict outputs by their "
-                                             "keys and compares only str or int keys",
-                                             name, key.tagKind()));
+        throw UncomparableOutput(
+            fmt::format("output {} is a dict with a {} key; mpscheck names dict outputs by their "
+                        "keys and compares only str or int keys",
+                        name, key.tagKind()));
       }
       flatten(entry.value(), name + "." + (key.isString() ? key.toStringRef() : std::to_string(key.toInt())), out,
               strict);
@@ -150,9 +152,10 @@ void flatten(const c10::IValue& v, const std::string& name, Outputs& out, bool s
   } else if (v.isDevice()) {
     out.push_back({name, text_tensor('d', v.toDevice().str())});
   } else if (strict) {
-    throw UncomparableOutput(fmt::format("output {} is a {} ({}), which mpscheck cannot compare; return tensors, "
-                                         "numbers, strings or containers of them",
-                                         name, v.tagKind(), v.type()->repr_str()));
+    throw UncomparableOutput(
+        fmt::format("output {} is a {} ({}), which mpscheck cannot compare; return tensors, "
+                    "numbers, strings or containers of them",
+                    name, v.tagKind(), v.type()->repr_str()));
   }
 }
 
@@ -164,9 +167,10 @@ Outputs flatten_outputs(const c10::IValue& v) {
   std::set<std::string> seen;
   for (const auto& o : out)
     if (!seen.insert(o.name).second)
-      throw UncomparableOutput(fmt::format("two outputs are both named {} (a dict key with a dot, or a key that "
-                                           "spells a list index); rename the keys so that each output has its own name",
-                                           o.name));
+      throw UncomparableOutput(
+          fmt::format("two outputs are both named {} (a dict key with a dot, or a key that "
+                      "spells a list index); rename the keys so that each output has its own name",
+                      o.name));
   return out;
 }
 
@@ -184,7 +188,9 @@ std::vector<at::Tensor> model_inputs(const std::vector<InputSpec>& specs, const 
     } else if (spec.dtype == c10::kBool) {
       t = at::randint(0, 2, spec.shape, gen, at::TensorOptions().dtype(c10::kLong)).to(c10::kBool).to(where.device);
     } else {
-      t = at::randint(spec.lo, spec.hi, spec.shape, gen, at::TensorOptions().dtype(c10::kLong)).to(spec.dtype).to(where.device);
+      t = at::randint(spec.lo, spec.hi, spec.shape, gen, at::TensorOptions().dtype(c10::kLong))
+              .to(spec.dtype)
+              .to(where.device);
     }
     inputs.push_back(t);
   }
@@ -312,9 +318,10 @@ TorchScriptOptions torchscript_options(const std::string& path, const std::vecto
     if (name == "bfloat16") dtype = c10::kBFloat16;
     if (name == "float16") dtype = c10::kHalf;
     if (eq == std::string::npos || dtype == c10::ScalarType::Undefined)
-      throw BadModelInput(fmt::format("--model-for {}: give DTYPE=FILE with DTYPE float64, bfloat16 or float16 "
-                                      "(--model is the float32 file)",
-                                      m.substr(0, 200)));
+      throw BadModelInput(
+          fmt::format("--model-for {}: give DTYPE=FILE with DTYPE float64, bfloat16 or float16 "
+                      "(--model is the float32 file)",
+                      m.substr(0, 200)));
     if (!o.traced_in.emplace(dtype, m.substr(eq + 1)).second)
       throw BadModelInput(fmt::format("--model-for names two files for {}; give one", name));
   }
@@ -345,9 +352,10 @@ torch::jit::Module load_or_refuse(const std::string& flag, const std::string& pa
     const c10::Device cpu(c10::kCPU);
     return extra ? torch::jit::load(path, cpu, *extra) : torch::jit::load(path, cpu);
   } catch (const std::exception& e) {
-    throw BadModelInput(fmt::format("{} {} is not a readable TorchScript file ({}); save it with "
-                                    "torch.jit.script(model).save() or torch.jit.trace(...).save()",
-                                    flag, path, tidy_exception_message(e.what())));
+    throw BadModelInput(
+        fmt::format("{} {} is not a readable TorchScript file ({}); save it with "
+                    "torch.jit.script(model).save() or torch.jit.trace(...).save()",
+                    flag, path, tidy_exception_message(e.what())));
   }
 }
 
@@ -369,17 +377,19 @@ void check_inputs(const torch::jit::Module& module, const TorchScriptOptions& o,
   }
   const size_t given = o.inputs.size();
   if (given < required || given > names.size())
-    throw BadModelInput(fmt::format("--model {}: its forward({}) takes {}{} input{}, and --input gives {}; give one "
-                                    "--input per argument, in order",
-                                    o.path, fmt::join(names, ", "), required == names.size() ? "" : "at least ",
-                                    required, required == 1 ? "" : "s", given));
+    throw BadModelInput(
+        fmt::format("--model {}: its forward({}) takes {}{} input{}, and --input gives {}; give one "
+                    "--input per argument, in order",
+                    o.path, fmt::join(names, ", "), required == names.size() ? "" : "at least ", required,
+                    required == 1 ? "" : "s", given));
   for (size_t i = 0; i < given; ++i) {
     c10::TypePtr type = args[i + 1].type();
     if (auto opt = type->cast<c10::OptionalType>()) type = opt->getElementType();
     if (!type->cast<c10::TensorType>())
-      throw BadModelInput(fmt::format("--model {}: argument {} of forward is {}: {}, and --input {} makes a tensor; "
-                                      "wrap the model so that forward takes tensors",
-                                      o.path, names[i], names[i], args[i + 1].type()->repr_str(), o.inputs[i].text));
+      throw BadModelInput(
+          fmt::format("--model {}: argument {} of forward is {}: {}, and --input {} makes a tensor; "
+                      "wrap the model so that forward takes tensors",
+                      o.path, names[i], names[i], args[i + 1].type()->repr_str(), o.inputs[i].text));
   }
   if (recorded.empty()) return;
   std::vector<InputSpec> traced;
@@ -390,8 +400,8 @@ void check_inputs(const torch::jit::Module& module, const TorchScriptOptions& o,
     return;  // a record this version cannot read checks nothing
   }
   const auto mismatch = [&](const std::string& what) {
-    return BadModelInput(fmt::format("--model {}: {}; it was exported with --input {}", o.path, what,
-                                     spec_list(traced)));
+    return BadModelInput(
+        fmt::format("--model {}: {}; it was exported with --input {}", o.path, what, spec_list(traced)));
   };
   if (traced.size() != given)
     throw mismatch(fmt::format("--input gives {} inputs, the model takes {}", given, traced.size()));
@@ -412,8 +422,8 @@ bool is_dtype_disagreement(const std::string& message) {
   // have the same dtype", "mixed dtype (CPU): expect parameter to have scalar type of Float",
   // "expected scalar type BFloat16 but found Float", "Input type (float) and bias type
   // (c10::BFloat16) should be the same", "expected query, key, and value to have the same dtype".
-  for (const char* p : {"same dtype", "mixed dtype", "expected scalar type", "should be the same",
-                        "to have the same type"})
+  for (const char* p :
+       {"same dtype", "mixed dtype", "expected scalar type", "should be the same", "to have the same type"})
     if (m.find(p) != std::string::npos) return true;
   return false;
 }

@@ -68,18 +68,30 @@ bool write_all(int fd, const std::string& data) {
 
 const char* signal_name(int sig) {
   switch (sig) {
-    case SIGSEGV: return "SIGSEGV";
-    case SIGABRT: return "SIGABRT";
-    case SIGBUS: return "SIGBUS";
-    case SIGFPE: return "SIGFPE";
-    case SIGILL: return "SIGILL";
-    case SIGKILL: return "SIGKILL";
-    case SIGTERM: return "SIGTERM";
-    case SIGINT: return "SIGINT";
-    case SIGTRAP: return "SIGTRAP";
-    case SIGSYS: return "SIGSYS";
-    case SIGPIPE: return "SIGPIPE";
-    default: return nullptr;
+    case SIGSEGV:
+      return "SIGSEGV";
+    case SIGABRT:
+      return "SIGABRT";
+    case SIGBUS:
+      return "SIGBUS";
+    case SIGFPE:
+      return "SIGFPE";
+    case SIGILL:
+      return "SIGILL";
+    case SIGKILL:
+      return "SIGKILL";
+    case SIGTERM:
+      return "SIGTERM";
+    case SIGINT:
+      return "SIGINT";
+    case SIGTRAP:
+      return "SIGTRAP";
+    case SIGSYS:
+      return "SIGSYS";
+    case SIGPIPE:
+      return "SIGPIPE";
+    default:
+      return nullptr;
   }
 }
 
@@ -107,9 +119,9 @@ void set_up_worker(const std::string& config_line, WorkerSetup& w) {
     w.options.cache = w.cache.get();
     w.options.reuse_reference_times = w.config.reuse_reference_times;
   }
-  w.catalog = std::make_unique<CaseCatalog>(CatalogSource{w.config.default_plugins, w.config.plugin_dirs,
-                                                          w.config.model, w.config.inputs, w.config.train,
-                                                          w.config.model_for, w.config.eager});
+  w.catalog =
+      std::make_unique<CaseCatalog>(CatalogSource{w.config.default_plugins, w.config.plugin_dirs, w.config.model,
+                                                  w.config.inputs, w.config.train, w.config.model_for, w.config.eager});
 }
 
 // The case `id` names (a declared case or an explore variant of one); nullptr with `result` set to
@@ -142,8 +154,9 @@ int worker_main() {
     set_up_worker(line, w);
   } catch (const std::exception& e) {
     std::cerr << "mpscheck worker: cannot start: " << e.what() << '\n';
-    write_all(kResultFd, nlohmann::json{{"ready", false}, {"error", e.what()}}.dump(-1, ' ', false,
-                                                                                    nlohmann::json::error_handler_t::replace) + "\n");
+    write_all(kResultFd, nlohmann::json{{"ready", false}, {"error", e.what()}}.dump(
+                             -1, ' ', false, nlohmann::json::error_handler_t::replace) +
+                             "\n");
     return 2;
   }
   // One line per worker in worker.log: how often the host had to start a fresh one.
@@ -193,7 +206,8 @@ std::string describe_wait_status(int st) {
 
 bool wait_for_exit(pid_t pid, double seconds, int* wait_status) {
   using Clock = std::chrono::steady_clock;
-  const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+  const auto deadline =
+      Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
   auto pause = std::chrono::milliseconds(1);
   for (;;) {
     int st = 0;
@@ -233,9 +247,9 @@ bool Runner::finish(double grace_s, int* wait_status) {
   to_worker_ = from_worker_ = -1;
   buffer_.clear();
   // Earlier workers that would not die: collect any that finally did, never waiting.
-  abandoned_.erase(std::remove_if(abandoned_.begin(), abandoned_.end(),
-                                  [](pid_t p) { return wait_for_exit(p, 0, nullptr); }),
-                   abandoned_.end());
+  abandoned_.erase(
+      std::remove_if(abandoned_.begin(), abandoned_.end(), [](pid_t p) { return wait_for_exit(p, 0, nullptr); }),
+      abandoned_.end());
   const pid_t pid = pid_;
   pid_ = -1;
   if (pid <= 0) return true;
@@ -299,7 +313,7 @@ void Runner::start() {
   to_worker_ = in[1];
   from_worker_ = out[0];
   ++started_;
-  struct stat sb{};
+  struct stat sb {};
   const long offset = ::fstat(log_fd_, &sb) == 0 ? static_cast<long>(sb.st_size) : 0;
 
   std::string line, why;
@@ -325,7 +339,8 @@ void Runner::start() {
   }
   int st = 0;
   const bool reaped = finish(options_.exit_grace_s, &st);
-  std::string msg = fmt::format("the worker could not start ({}): {}", reaped ? describe_wait_status(st) : "not reaped", why);
+  std::string msg =
+      fmt::format("the worker could not start ({}): {}", reaped ? describe_wait_status(st) : "not reaped", why);
   const std::string tail = log_tail_since(offset);
   if (!tail.empty() && why.find(tail) == std::string::npos) msg += "; its last output: " + tail;
   throw WorkerStartError(msg);
@@ -333,7 +348,8 @@ void Runner::start() {
 
 Runner::ReadResult Runner::read_line(double timeout_s, std::string* line) {
   using Clock = std::chrono::steady_clock;
-  const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_s));
+  const auto deadline =
+      Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_s));
   for (;;) {
     const auto nl = buffer_.find('\n');
     if (nl != std::string::npos) {
@@ -360,7 +376,7 @@ std::string Runner::log_tail_since(long offset) const {
   std::string text;
   const int fd = ::open(log_path_.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return text;
-  struct stat sb{};
+  struct stat sb {};
   ::fstat(fd, &sb);
   const long start = std::max(offset, static_cast<long>(sb.st_size) - 4096);
   if (start < sb.st_size) {
@@ -381,7 +397,7 @@ CaseResult Runner::run(const std::string& id, double timeout_s, bool time) {
   CaseResult r;
   r.id = id;
   if (pid_ < 0) start();
-  struct stat sb{};
+  struct stat sb {};
   const long offset = ::fstat(log_fd_, &sb) == 0 ? static_cast<long>(sb.st_size) : 0;
   std::string line, phase;
   using Clock = std::chrono::steady_clock;
@@ -412,9 +428,10 @@ CaseResult Runner::run(const std::string& id, double timeout_s, bool time) {
     if (phase_is_target(phase)) return;
     const std::string what = c.status == Status::Timeout ? "did not finish" : "crashed";
     c.status = Status::Error;
-    c.message = fmt::format("mpscheck's own run {} in its {} phase, not in the target's run (no verdict on the "
-                            "target): {}",
-                            what, phase, c.message);
+    c.message = fmt::format(
+        "mpscheck's own run {} in its {} phase, not in the target's run (no verdict on the "
+        "target): {}",
+        what, phase, c.message);
   };
   if (rr == ReadResult::Line) {
     try {
@@ -436,9 +453,10 @@ CaseResult Runner::run(const std::string& id, double timeout_s, bool time) {
     const bool reaped = finish(options_.exit_grace_s, &st);
     r.status = Status::Crash;
     if (!reaped) {
-      r.message = fmt::format("the worker closed its result pipe and did not die within {:g} s of SIGKILL "
-                              "(stuck in the kernel?); it was abandoned",
-                              options_.kill_wait_s);
+      r.message = fmt::format(
+          "the worker closed its result pipe and did not die within {:g} s of SIGKILL "
+          "(stuck in the kernel?); it was abandoned",
+          options_.kill_wait_s);
     } else if (WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL) {
       r.signal = "SIGKILL";
       r.message = "the worker closed its result pipe and was killed (SIGKILL) while running this case";
@@ -459,7 +477,8 @@ CaseResult Runner::run(const std::string& id, double timeout_s, bool time) {
     return r;
   }
   r.status = Status::Timeout;
-  r.message = fmt::format("no result within {:g} s; the worker was killed (raise --timeout if the case is just slow)", timeout_s);
+  r.message = fmt::format("no result within {:g} s; the worker was killed (raise --timeout if the case is just slow)",
+                          timeout_s);
   if (!reaped)
     r.message += fmt::format("; it did not die within {:g} s of SIGKILL (stuck in the kernel?) and was abandoned",
                              options_.kill_wait_s);

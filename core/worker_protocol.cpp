@@ -24,10 +24,19 @@ nlohmann::json parse_object(const std::string& line) {
 }  // namespace
 
 void to_json(nlohmann::json& j, const WorkerConfig& c) {
-  j = {{"target", c.target},   {"seed", c.seed},       {"quick", c.quick},
-       {"min_time", c.min_time}, {"threads", c.threads}, {"default_plugins", c.default_plugins},
-       {"plugin_dirs", c.plugin_dirs}, {"model", c.model}, {"inputs", c.inputs},
-       {"model_for", c.model_for}, {"eager", c.eager}, {"train", c.train}, {"reference_cache", c.reference_cache},
+  j = {{"target", c.target},
+       {"seed", c.seed},
+       {"quick", c.quick},
+       {"min_time", c.min_time},
+       {"threads", c.threads},
+       {"default_plugins", c.default_plugins},
+       {"plugin_dirs", c.plugin_dirs},
+       {"model", c.model},
+       {"inputs", c.inputs},
+       {"model_for", c.model_for},
+       {"eager", c.eager},
+       {"train", c.train},
+       {"reference_cache", c.reference_cache},
        {"reuse_reference_times", c.reuse_reference_times}};
 }
 
@@ -97,7 +106,8 @@ CaseResult parse_result_message(const std::string& line, const std::string& expe
     throw ProtocolError(fmt::format("the worker sent an unreadable result ({})", e.what()));
   }
   if (r.id != expected_id)
-    throw ProtocolError(fmt::format("the worker answered for case '{}' while running '{}'", excerpt(r.id), expected_id));
+    throw ProtocolError(
+        fmt::format("the worker answered for case '{}' while running '{}'", excerpt(r.id), expected_id));
   return r;
 }
 

@@ -64,11 +64,12 @@ struct ExpectationLine {
   const std::string& raw;
 
   ExpectationError fail(const std::string& what) const {
-    return ExpectationError(fmt::format("{}:{}: {} (line: '{}'); the format is PATTERN STATUS[|STATUS] "
-                                        "[target=T] [torch>=X] [torch<X] [os=TEXT] [os>=X] [os<X] [chip=TEXT] "
-                                        "[gpu=TEXT] [tier=NAME] [cause=CAUSE] [max_abs<=X] [max_rel<=X] "
-                                        "[count<=N] [# reason]",
-                                        file_name, n, what, raw));
+    return ExpectationError(
+        fmt::format("{}:{}: {} (line: '{}'); the format is PATTERN STATUS[|STATUS] "
+                    "[target=T] [torch>=X] [torch<X] [os=TEXT] [os>=X] [os<X] [chip=TEXT] "
+                    "[gpu=TEXT] [tier=NAME] [cause=CAUSE] [max_abs<=X] [max_rel<=X] "
+                    "[count<=N] [# reason]",
+                    file_name, n, what, raw));
   }
   // A bound's number: finite and not negative (a whole number for a count).
   double bound(const std::string& w, std::size_t skip, bool whole = false) const {
@@ -81,8 +82,7 @@ struct ExpectationLine {
       used = 0;
     }
     if (used == 0 || used != text.size() || !std::isfinite(v) || v < 0 || (whole && v != std::floor(v)))
-      throw fail(fmt::format("'{}' needs a {} after '{}'", w, whole ? "whole number" : "number",
-                             w.substr(0, skip)));
+      throw fail(fmt::format("'{}' needs a {} after '{}'", w, whole ? "whole number" : "number", w.substr(0, skip)));
     return v;
   }
   // A key's text: not empty.
@@ -95,7 +95,8 @@ struct ExpectationLine {
     const std::string v = w.substr(skip);
     const bool ok = !v.empty() && v.front() != '.' && v.back() != '.' && v.find("..") == std::string::npos &&
                     v.find_first_not_of("0123456789.") == std::string::npos;
-    if (!ok) throw fail(fmt::format("'{}' needs a version after '{}' (numbers and dots, e.g. 14.4)", w, w.substr(0, skip)));
+    if (!ok)
+      throw fail(fmt::format("'{}' needs a version after '{}' (numbers and dots, e.g. 14.4)", w, w.substr(0, skip)));
     return v;
   }
   // The second word: failure statuses separated by |, or * for any.
@@ -106,7 +107,8 @@ struct ExpectationLine {
       try {
         s = status_from_string(st);
       } catch (const std::invalid_argument&) {
-        throw fail(fmt::format("unknown status '{}' (use mismatch, nan, unsupported, fallback, memory, error, crash, timeout or *)", st));
+        throw fail(fmt::format(
+            "unknown status '{}' (use mismatch, nan, unsupported, fallback, memory, error, crash, timeout or *)", st));
       }
       if (!is_finding(s)) throw fail(fmt::format("'{}' is not a failure status", st));
       e.statuses.push_back(st);
@@ -114,31 +116,47 @@ struct ExpectationLine {
   }
   // One condition after the status.
   void read_condition(const std::string& w, Expectation& e) const {
-    if (w.rfind("target=", 0) == 0) e.target = w.substr(7);
-    else if (w.rfind("os=", 0) == 0) e.os = w.substr(3);
-    else if (w.rfind("torch>=", 0) == 0) e.torch_min = w.substr(7);
-    else if (w.rfind("torch<", 0) == 0) e.torch_below = w.substr(6);
-    else if (w.rfind("os>=", 0) == 0) e.os_min = version(w, 4);
-    else if (w.rfind("os<", 0) == 0) e.os_below = version(w, 3);
-    else if (w.rfind("chip=", 0) == 0) e.chip = value(w, 5);
-    else if (w.rfind("gpu=", 0) == 0) e.gpu = value(w, 4);
-    else if (w.rfind("tier=", 0) == 0) e.tier = value(w, 5);
-    else if (w.rfind("cause=", 0) == 0) e.cause = value(w, 6);
-    else if (w.rfind("max_abs<=", 0) == 0) e.max_abs = bound(w, 9);
-    else if (w.rfind("max_rel<=", 0) == 0) e.max_rel = bound(w, 9);
-    else if (w.rfind("count<=", 0) == 0) e.count = static_cast<std::int64_t>(bound(w, 7, true));
-    else throw fail(fmt::format("unknown condition '{}'", w));
+    if (w.rfind("target=", 0) == 0)
+      e.target = w.substr(7);
+    else if (w.rfind("os=", 0) == 0)
+      e.os = w.substr(3);
+    else if (w.rfind("torch>=", 0) == 0)
+      e.torch_min = w.substr(7);
+    else if (w.rfind("torch<", 0) == 0)
+      e.torch_below = w.substr(6);
+    else if (w.rfind("os>=", 0) == 0)
+      e.os_min = version(w, 4);
+    else if (w.rfind("os<", 0) == 0)
+      e.os_below = version(w, 3);
+    else if (w.rfind("chip=", 0) == 0)
+      e.chip = value(w, 5);
+    else if (w.rfind("gpu=", 0) == 0)
+      e.gpu = value(w, 4);
+    else if (w.rfind("tier=", 0) == 0)
+      e.tier = value(w, 5);
+    else if (w.rfind("cause=", 0) == 0)
+      e.cause = value(w, 6);
+    else if (w.rfind("max_abs<=", 0) == 0)
+      e.max_abs = bound(w, 9);
+    else if (w.rfind("max_rel<=", 0) == 0)
+      e.max_rel = bound(w, 9);
+    else if (w.rfind("count<=", 0) == 0)
+      e.count = static_cast<std::int64_t>(bound(w, 7, true));
+    else
+      throw fail(fmt::format("unknown condition '{}'", w));
   }
   // cause=: a known cause, and every status named is one of its.
   void check_cause(const Expectation& e) const {
     if (e.cause.empty()) return;
-    static const std::map<std::string, std::vector<std::string>> kCauses{
-        {"unimplemented", {"unsupported", "fallback"}}, {"accuracy", {"mismatch", "nan"}},
-        {"crash", {"crash", "timeout", "error"}},      {"performance", {}},
-        {"memory", {"memory"}}};
+    static const std::map<std::string, std::vector<std::string>> kCauses{{"unimplemented", {"unsupported", "fallback"}},
+                                                                         {"accuracy", {"mismatch", "nan"}},
+                                                                         {"crash", {"crash", "timeout", "error"}},
+                                                                         {"performance", {}},
+                                                                         {"memory", {"memory"}}};
     const auto cause = kCauses.find(e.cause);
     if (cause == kCauses.end())
-      throw fail(fmt::format("unknown cause '{}' (use unimplemented, accuracy, crash, memory or performance)", e.cause));
+      throw fail(
+          fmt::format("unknown cause '{}' (use unimplemented, accuracy, crash, memory or performance)", e.cause));
     for (const auto& st : e.statuses)
       if (std::find(cause->second.begin(), cause->second.end(), st) == cause->second.end())
         throw fail(fmt::format("status '{}' is never of cause '{}'{}", st, e.cause,
@@ -206,20 +224,27 @@ std::string exceeded_bound(const Expectation& e, const CaseResult& c) {
 std::string cause_of(const CaseResult& c) {
   switch (c.status) {
     case Status::Unsupported:
-    case Status::Fallback: return "unimplemented";
+    case Status::Fallback:
+      return "unimplemented";
     case Status::Mismatch:
-    case Status::Nan: return "accuracy";
+    case Status::Nan:
+      return "accuracy";
     case Status::Crash:
     case Status::Timeout:
-    case Status::Error: return "crash";
-    case Status::Memory: return "memory";
-    case Status::Pass: return c.speed_class == SpeedClass::Slower ? "performance" : "";
-    default: return "";
+    case Status::Error:
+      return "crash";
+    case Status::Memory:
+      return "memory";
+    case Status::Pass:
+      return c.speed_class == SpeedClass::Slower ? "performance" : "";
+    default:
+      return "";
   }
 }
 
 std::string os_version_of(const nlohmann::json& environment) {
-  if (const auto v = environment.find("os_version"); v != environment.end() && v->is_string() && !v->get<std::string>().empty())
+  if (const auto v = environment.find("os_version");
+      v != environment.end() && v->is_string() && !v->get<std::string>().empty())
     return v->get<std::string>();
   const std::string os = environment.value("os", "");
   const auto start = os.find_first_of("0123456789");
@@ -249,7 +274,8 @@ void apply_expectations(const std::vector<Expectation>& expectations, const nloh
   const std::string torch = environment.value("torch_version", "");
   const std::string os = environment.value("os", "");
   const std::string os_version = os_version_of(environment);
-  const std::string chip = env_text(environment, "chip").empty() ? env_text(environment, "cpu") : env_text(environment, "chip");
+  const std::string chip =
+      env_text(environment, "chip").empty() ? env_text(environment, "cpu") : env_text(environment, "chip");
   const std::string gpu = env_text(environment, "gpu_family");
   const std::string tier = env_text(environment, "tier").empty() ? "native" : env_text(environment, "tier");
   for (auto& c : cases) {
@@ -286,9 +312,8 @@ void apply_expectations(const std::vector<Expectation>& expectations, const nloh
       if (c.status == Status::Pass) {
         c.unexpected_pass = true;
         c.expectation = "listed as a known failure (" + why + ") but passes now: remove the line";
-      } else if (is_finding(c.status) &&
-                 (e.statuses.empty() ||
-                  std::find(e.statuses.begin(), e.statuses.end(), to_string(c.status)) != e.statuses.end())) {
+      } else if (is_finding(c.status) && (e.statuses.empty() || std::find(e.statuses.begin(), e.statuses.end(),
+                                                                          to_string(c.status)) != e.statuses.end())) {
         if (const std::string worse = exceeded_bound(e, c); !worse.empty()) {
           c.expectation = "worse than its expected bound (" + why + "): " + worse;
           break;
@@ -353,8 +378,10 @@ std::string finding_reason(const CaseResult& c) {
                           ? fmt::format("{}: {} NaN/Inf where the reference is finite", worst->name, new_non_finite)
                           : fmt::format("{}: {} of {} elements off, max abs error {:.3g}", worst->name,
                                         worst->mismatches, worst->numel, worst->max_abs);
-      if (c.attribution == Fragile::Target) r += "; against float64 the target is the wrong side";
-      else if (c.attribution == Fragile::Float32) r += "; against float64 float32 is the fragile side";
+      if (c.attribution == Fragile::Target)
+        r += "; against float64 the target is the wrong side";
+      else if (c.attribution == Fragile::Float32)
+        r += "; against float64 float32 is the fragile side";
       if (!c.first_diverging_layer.empty()) r += "; first diverging layer " + c.first_diverging_layer;
       return r;
     }
@@ -402,11 +429,13 @@ std::string expectations_from_report(const RunReport& report, const std::string&
   std::sort(findings.begin(), findings.end(), [](const auto* a, const auto* b) { return a->id < b->id; });
   std::string out;
   out += fmt::format("# Known findings of --target {} on LibTorch {} ({}), {}.\n", target.empty() ? "?" : target,
-                     torch.empty() ? "?" : torch, one_line(env_text(env, "torch_build"), 120), os.empty() ? "OS unknown" : os);
-  out += fmt::format("# Drafted by `mpscheck expect --from {}`: {} line{}, one per finding. Review every line before\n"
-                     "# committing it: a listed finding no longer fails a run. Bounds are twice today's figures, so a\n"
-                     "# finding that gets worse fails again.\n",
-                     one_line(report_name, 200), findings.size(), findings.size() == 1 ? "" : "s");
+                     torch.empty() ? "?" : torch, one_line(env_text(env, "torch_build"), 120),
+                     os.empty() ? "OS unknown" : os);
+  out += fmt::format(
+      "# Drafted by `mpscheck expect --from {}`: {} line{}, one per finding. Review every line before\n"
+      "# committing it: a listed finding no longer fails a run. Bounds are twice today's figures, so a\n"
+      "# finding that gets worse fails again.\n",
+      one_line(report_name, 200), findings.size(), findings.size() == 1 ? "" : "s");
   for (const CaseResult* c : findings) {
     std::string line = fmt::format("{}  {}  {}", exact_pattern(c->id), to_string(c->status), keys);
     if (const std::string cause = cause_of(*c); !cause.empty()) line += "  cause=" + cause;
@@ -443,9 +472,12 @@ Comparison compare_reports(const RunReport& before, const RunReport& after, doub
     }
     const CaseResult& o = *it->second;
     const bool was_bad = is_finding(o.status), is_bad = is_finding(r.status);
-    if (!was_bad && is_bad) c.newly_failing.push_back(fmt::format("{} ({} -> {})", r.id, to_string(o.status), to_string(r.status)));
-    else if (was_bad && !is_bad) c.newly_fixed.push_back(fmt::format("{} ({} -> {})", r.id, to_string(o.status), to_string(r.status)));
-    else if (was_bad && is_bad) c.still_failing.push_back(r.id);
+    if (!was_bad && is_bad)
+      c.newly_failing.push_back(fmt::format("{} ({} -> {})", r.id, to_string(o.status), to_string(r.status)));
+    else if (was_bad && !is_bad)
+      c.newly_fixed.push_back(fmt::format("{} ({} -> {})", r.id, to_string(o.status), to_string(r.status)));
+    else if (was_bad && is_bad)
+      c.still_failing.push_back(r.id);
     if (o.target_time && r.target_time && o.status == Status::Pass && r.status == Status::Pass) {
       const auto& a = *o.target_time;
       const auto& b = *r.target_time;
@@ -508,7 +540,8 @@ RunReport merge_reports(const std::vector<std::string>& paths) {
     }
     for (auto& c : r.cases) {
       if (auto it = from.find(c.id); it != from.end())
-        throw ReportError(fmt::format("case {} is in both {} and {}: were the shards overlapping?", c.id, it->second, p));
+        throw ReportError(
+            fmt::format("case {} is in both {} and {}: were the shards overlapping?", c.id, it->second, p));
       from[c.id] = p;
       merged.cases.push_back(std::move(c));
     }
@@ -522,7 +555,9 @@ RunReport merge_reports(const std::vector<std::string>& paths) {
 
 CellMatrix merge_cells(const std::vector<std::string>& arguments, bool& unexpected) {
   if (arguments.size() < 2)
-    throw ReportError("merge --cells compares at least two reports: mpscheck merge --cells [NAME=]A.json [NAME=]B.json ... -o OUT.json");
+    throw ReportError(
+        "merge --cells compares at least two reports: mpscheck merge --cells [NAME=]A.json [NAME=]B.json ... -o "
+        "OUT.json");
   CellMatrix m;
   std::vector<RunReport> reports;
   std::map<std::string, int> names;
@@ -543,7 +578,8 @@ CellMatrix merge_cells(const std::vector<std::string>& arguments, bool& unexpect
     cell.torch = env_text(r.environment, "torch_version");
     cell.name = name.empty() ? (cell.target.empty() ? path : cell.target) : name;
     if (names[cell.name]++) {
-      if (!name.empty()) throw ReportError(fmt::format("two cells are named '{}': give each report its own NAME=", name));
+      if (!name.empty())
+        throw ReportError(fmt::format("two cells are named '{}': give each report its own NAME=", name));
       cell.name += " (" + path + ")";
     }
     unexpected = unexpected || has_unexpected(r.cases);

@@ -33,34 +33,39 @@ std::string render_bug_report(const std::string& case_id, const CaseResult* r, c
   std::string md;
   const std::string device = target.device + (target.dtype == "float32" ? "" : " (" + target.dtype + ")");
   if (r) {
-    md += fmt::format("### 🐛 Describe the bug\n\n`{}` gives **{}** on {} compared with the CPU float32 reference.\n\n", case_id,
-                      to_string(r->status), r->target.empty() ? device : r->target);
+    md += fmt::format("### 🐛 Describe the bug\n\n`{}` gives **{}** on {} compared with the CPU float32 reference.\n\n",
+                      case_id, to_string(r->status), r->target.empty() ? device : r->target);
     if (!r->message.empty()) md += "> " + cell(r->message) + "\n\n";
   } else {
-    md += fmt::format("### 🐛 Describe the bug\n\n`{}` on {} (no mpscheck result given: pass --from REPORT.json to include the "
-                      "observed values).\n\n", case_id, device);
+    md += fmt::format(
+        "### 🐛 Describe the bug\n\n`{}` on {} (no mpscheck result given: pass --from REPORT.json to include the "
+        "observed values).\n\n",
+        case_id, device);
   }
 
   const std::string script = w ? w->reproducer(target) : std::string();
   if (!script.empty()) {
-    md += "Minimal reproducer (only `torch`; compares CPU float32 with the target and prints both):\n\n```python\n" + script +
-          "```\n\n";
+    md += "Minimal reproducer (only `torch`; compares CPU float32 with the target and prints both):\n\n```python\n" +
+          script + "```\n\n";
   } else if (r && !r->first_diverging_layer.empty()) {
     const std::string call =
         r->first_diverging_layer_call > 1 ? fmt::format(" (call {})", r->first_diverging_layer_call) : std::string();
     if (layer && !layer->script.empty()) {
       const std::string data = std::filesystem::path(layer->data_path).filename().string();
-      md += fmt::format("The model diverges first at layer `{}`{}. This op-level reproducer runs that layer's op alone, "
-                        "on the input and parameters the CPU float32 reference gave it, saved in `{}` (attach it: "
-                        "`torch.load` reads it; the script looks for it beside itself). It runs the op in float64, "
-                        "float32 and on the target, and says whether the target is the wrong side:\n\n```python\n{}```\n\n",
-                        r->first_diverging_layer, call, data, layer->script);
+      md += fmt::format(
+          "The model diverges first at layer `{}`{}. This op-level reproducer runs that layer's op alone, "
+          "on the input and parameters the CPU float32 reference gave it, saved in `{}` (attach it: "
+          "`torch.load` reads it; the script looks for it beside itself). It runs the op in float64, "
+          "float32 and on the target, and says whether the target is the wrong side:\n\n```python\n{}```\n\n",
+          r->first_diverging_layer, call, data, layer->script);
       md += fmt::format("The whole model case reproduces it too: `mpscheck --filter '^{}$' --target {}`.\n\n", case_id,
                         r->target);
     } else {
-      md += fmt::format("The model diverges first at layer `{}`{}; the mpscheck case `{}` reproduces it "
-                        "(`mpscheck --filter '^{}$' --target {}`).{}\n\n", r->first_diverging_layer, call, case_id, case_id,
-                        r->target, layer && !layer->missing.empty() ? " No op-level reproducer: " + cell(layer->missing) + "." : "");
+      md += fmt::format(
+          "The model diverges first at layer `{}`{}; the mpscheck case `{}` reproduces it "
+          "(`mpscheck --filter '^{}$' --target {}`).{}\n\n",
+          r->first_diverging_layer, call, case_id, case_id, r->target,
+          layer && !layer->missing.empty() ? " No op-level reproducer: " + cell(layer->missing) + "." : "");
     }
   } else {
     md += fmt::format("Reproduce with mpscheck: `mpscheck --filter '^{}$' --target {}`.\n\n", case_id,
@@ -68,13 +73,15 @@ std::string render_bug_report(const std::string& case_id, const CaseResult* r, c
   }
 
   if (r && !r->outputs.empty()) {
-    md += "#### Observed vs expected\n\n| output | shape | dtype (ref → target) | CPU (expected) | target (observed) | max abs | max rel | "
-          "elements off |\n|---|---|---|---|---|---|---|---|\n";
+    md +=
+        "#### Observed vs expected\n\n| output | shape | dtype (ref → target) | CPU (expected) | target (observed) | "
+        "max abs | max rel | "
+        "elements off |\n|---|---|---|---|---|---|---|---|\n";
     for (const auto& o : r->outputs) {
       if (o.ok && r->status != Status::Pass) continue;
-      md += fmt::format("| `{}` | {} | {} → {} | {:.7g} | {:.7g} | {:.3g} | {:.3g} | {} of {} |\n", o.name, shape_text(o.shape),
-                        o.reference_dtype, o.target_dtype, o.reference_value, o.target_value, o.max_abs, o.max_rel,
-                        o.mismatches, o.numel);
+      md += fmt::format("| `{}` | {} | {} → {} | {:.7g} | {:.7g} | {:.3g} | {:.3g} | {} of {} |\n", o.name,
+                        shape_text(o.shape), o.reference_dtype, o.target_dtype, o.reference_value, o.target_value,
+                        o.max_abs, o.max_rel, o.mismatches, o.numel);
     }
     md += fmt::format("\nTolerance: rtol {:g}, atol {:g}; seed {}.\n", r->rtol, r->atol, target.seed);
     if (r->layer)

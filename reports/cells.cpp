@@ -57,7 +57,8 @@ std::string render_cells_html(const CellMatrix& m) {
   for (const auto& c : m.cases)
     if (!c.label.empty()) ++counts[c.label];
   std::string h;
-  h += "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>mpscheck: findings across cells</title>\n"
+  h += "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>mpscheck: findings across "
+       "cells</title>\n"
        "<style>body{font:14px system-ui,sans-serif;margin:24px;color:#222}table{border-collapse:collapse}"
        "th,td{border:1px solid #ccc;padding:3px 8px;text-align:left;vertical-align:top}th{background:#f3f3f3}"
        "td.id{font-family:monospace}.st{padding:1px 6px;border-radius:4px;color:#fff;font-size:12px}"
@@ -69,14 +70,16 @@ std::string render_cells_html(const CellMatrix& m) {
   h += "<h1>Findings across cells</h1>\n<section id=\"cells\"><h2>Cells</h2><table><tr><th>cell</th><th>target</th>"
        "<th>OS</th><th>CPU</th><th>LibTorch</th><th>report</th></tr>\n";
   for (const auto& c : m.cells)
-    h += fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n", html_escape(c.name),
-                     html_escape(c.target), html_escape(c.os), html_escape(c.cpu), html_escape(c.torch), html_escape(c.file));
+    h += fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
+                     html_escape(c.name), html_escape(c.target), html_escape(c.os), html_escape(c.cpu),
+                     html_escape(c.torch), html_escape(c.file));
   h += "</table></section>\n";
-  h += fmt::format("<section id=\"labels\"><h2>Where each finding appears</h2><p>"
-                   "<span class=\"label l-everywhere\">everywhere</span> {}: a finding in every cell that ran it. "
-                   "<span class=\"label l-cell-specific\">cell-specific</span> {}: a finding in some cells that passes in "
-                   "another. <span class=\"label l-new\">new</span> {}: a finding in the only cell that ran it.</p></section>\n",
-                   counts["everywhere"], counts["cell-specific"], counts["new"]);
+  h += fmt::format(
+      "<section id=\"labels\"><h2>Where each finding appears</h2><p>"
+      "<span class=\"label l-everywhere\">everywhere</span> {}: a finding in every cell that ran it. "
+      "<span class=\"label l-cell-specific\">cell-specific</span> {}: a finding in some cells that passes in "
+      "another. <span class=\"label l-new\">new</span> {}: a finding in the only cell that ran it.</p></section>\n",
+      counts["everywhere"], counts["cell-specific"], counts["new"]);
   h += "<section id=\"matrix\"><h2>Case &times; cell</h2><table><thead><tr><th>case</th><th>where</th>";
   for (const auto& c : m.cells) h += "<th>" + html_escape(c.name) + "</th>";
   h += "</tr></thead><tbody>\n";
@@ -84,16 +87,17 @@ std::string render_cells_html(const CellMatrix& m) {
   for (const char* label : {"cell-specific", "new", "everywhere"}) {
     for (const auto& c : m.cases) {
       if (c.label != label) continue;
-      h += fmt::format("<tr data-label=\"{0}\"><td class=\"id\">{1}</td><td><span class=\"label l-{0}\">{0}</span></td>",
-                       label, html_escape(c.id));
+      h +=
+          fmt::format("<tr data-label=\"{0}\"><td class=\"id\">{1}</td><td><span class=\"label l-{0}\">{0}</span></td>",
+                      label, html_escape(c.id));
       for (size_t i = 0; i < m.cells.size(); ++i) {
         if (!c.ran[i]) {
           h += "<td><span class=\"st s-none\">not run</span></td>";
           continue;
         }
         const std::string st = to_string(c.statuses[i]);
-        h += fmt::format("<td title=\"{}\"><span class=\"st s-{}\">{}</span></td>", html_escape(shorten(c.messages[i], 300)),
-                         st, st);
+        h += fmt::format("<td title=\"{}\"><span class=\"st s-{}\">{}</span></td>",
+                         html_escape(shorten(c.messages[i], 300)), st, st);
       }
       h += "</tr>\n";
     }

@@ -30,16 +30,26 @@ CaseName split_case_id(const CaseResult& c) {
 
 int severity(Status s) {
   switch (s) {
-    case Status::Skip: return 0;
-    case Status::Pass: return 1;
-    case Status::Fallback: return 2;
-    case Status::Memory: return 3;
-    case Status::Unsupported: return 4;
-    case Status::Error: return 5;
-    case Status::Mismatch: return 6;
-    case Status::Nan: return 7;
-    case Status::Timeout: return 8;
-    case Status::Crash: return 9;
+    case Status::Skip:
+      return 0;
+    case Status::Pass:
+      return 1;
+    case Status::Fallback:
+      return 2;
+    case Status::Memory:
+      return 3;
+    case Status::Unsupported:
+      return 4;
+    case Status::Error:
+      return 5;
+    case Status::Mismatch:
+      return 6;
+    case Status::Nan:
+      return 7;
+    case Status::Timeout:
+      return 8;
+    case Status::Crash:
+      return 9;
   }
   return 0;
 }
@@ -65,8 +75,7 @@ GroupPlace group_place(const std::string& id) {
   const std::vector<std::string> p = id_parts(id);
   if (p[0] == "op" && (p.size() == 5 || p.size() == 6))
     return {"op/" + p[1] + '/' + p[2], p[3], p.size() == 6 ? p[4] + '/' + p[5] : p[4]};
-  if (p[0] == "model" && p.size() >= 3)
-    return {id.substr(0, id.rfind('/')), "model", p.back()};
+  if (p[0] == "model" && p.size() >= 3) return {id.substr(0, id.rfind('/')), "model", p.back()};
   return {id, "-", "-"};
 }
 }  // namespace
@@ -75,8 +84,11 @@ std::vector<RankedClass> classes_blocked_first(const RunReport& report) {
   std::vector<RankedClass> out;
   for (const auto& [name, summary] : summarize_classes(report.cases)) {
     const std::string r = summary.recommendation();
-    const int rank = r == to_string(Recommendation::Blocked) ? 0 : r == to_string(Recommendation::ReduceMemory) ? 1
-                     : r == to_string(Recommendation::Accelerate) ? 2 : r == to_string(Recommendation::KeepOnCpu) ? 3 : 4;
+    const int rank = r == to_string(Recommendation::Blocked)        ? 0
+                     : r == to_string(Recommendation::ReduceMemory) ? 1
+                     : r == to_string(Recommendation::Accelerate)   ? 2
+                     : r == to_string(Recommendation::KeepOnCpu)    ? 3
+                                                                    : 4;
     out.push_back({name, summary, rank});
   }
   std::stable_sort(out.begin(), out.end(), [](const RankedClass& a, const RankedClass& b) { return a.rank < b.rank; });
@@ -128,7 +140,8 @@ double max_over_outputs(const CaseResult& c, double OutputReport::*field) {
 
 std::string tier_name(const nlohmann::json& environment) {
   const auto it = environment.find("tier");
-  return it != environment.end() && it->is_string() && !it->get<std::string>().empty() ? it->get<std::string>() : "native";
+  return it != environment.end() && it->is_string() && !it->get<std::string>().empty() ? it->get<std::string>()
+                                                                                       : "native";
 }
 
 std::string tier_sentence(const nlohmann::json& environment) {
@@ -139,9 +152,7 @@ std::string tier_sentence(const nlohmann::json& environment) {
                      why != environment.end() && why->is_string() ? ": " + why->get<std::string>() : std::string());
 }
 
-std::string shape_text(const std::vector<std::int64_t>& shape) {
-  return fmt::format("[{}]", fmt::join(shape, ", "));
-}
+std::string shape_text(const std::vector<std::int64_t>& shape) { return fmt::format("[{}]", fmt::join(shape, ", ")); }
 
 double max_abs_error(const CaseResult& c) { return max_over_outputs(c, &OutputReport::max_abs); }
 double max_rel_error(const CaseResult& c) { return max_over_outputs(c, &OutputReport::max_rel); }
@@ -153,17 +164,19 @@ std::string error_text(double error) {
 
 std::string finding_detail(const CaseResult& c) {
   std::string d = fmt::format("{}: {}\n", to_string(c.status), c.message.empty() ? "(no message)" : c.message);
-  d += fmt::format("target: {}{}\n", c.target.empty() ? "?" : c.target, c.dtype.empty() ? "" : " (computed in " + c.dtype + ")");
-  if (c.rtol > 0 || c.atol > 0) d += fmt::format("tolerance: rtol {} atol {}\n", format_figure(c.rtol), format_figure(c.atol));
+  d += fmt::format("target: {}{}\n", c.target.empty() ? "?" : c.target,
+                   c.dtype.empty() ? "" : " (computed in " + c.dtype + ")");
+  if (c.rtol > 0 || c.atol > 0)
+    d += fmt::format("tolerance: rtol {} atol {}\n", format_figure(c.rtol), format_figure(c.atol));
   if (!c.signal.empty()) d += fmt::format("signal: {}\n", c.signal);
   if (!c.phase.empty())
     d += fmt::format("failed in the {} phase{}\n", c.phase,
                      c.phase == "target" ? "" : " (mpscheck's own run, not the target's)");
   for (const auto& o : c.outputs) {
     if (o.ok) continue;
-    d += fmt::format("output {} {} {}: max abs error {}, max rel error {}, {} of {} elements outside tolerance\n", o.name,
-                     shape_text(o.shape), o.target_dtype, format_figure(o.max_abs), format_figure(o.max_rel), o.mismatches,
-                     o.numel);
+    d += fmt::format("output {} {} {}: max abs error {}, max rel error {}, {} of {} elements outside tolerance\n",
+                     o.name, shape_text(o.shape), o.target_dtype, format_figure(o.max_abs), format_figure(o.max_rel),
+                     o.mismatches, o.numel);
     if (o.first_mismatch >= 0) d += fmt::format("  first mismatch at flat index {}\n", o.first_mismatch);
     d += fmt::format("  at the largest error: reference {:.7g}, target {:.7g}\n", o.reference_value, o.target_value);
     if (o.nan_target + o.inf_target + o.nan_reference + o.inf_reference > 0)
@@ -195,8 +208,9 @@ std::string json_value_text(const nlohmann::json& value) {
 }
 
 std::vector<std::string> environment_keys(const nlohmann::json& environment) {
-  static const char* const kFirst[] = {"torch_version", "target", "os", "cpu", "cores", "threads", "blas",
-                                       "accelerators", "variables", "mpscheck_version", "seed"};
+  static const char* const kFirst[] = {"torch_version", "target",           "os",   "cpu",
+                                       "cores",         "threads",          "blas", "accelerators",
+                                       "variables",     "mpscheck_version", "seed"};
   std::vector<std::string> keys;
   if (!environment.is_object()) return keys;
   for (const char* k : kFirst)

@@ -19,16 +19,23 @@ bool use_color(int fd) {
   return isatty(fd) && (no_color == nullptr || no_color[0] == '\0');
 }
 
-
 std::string ConsoleReporter::paint(const std::string& text, Status status) const {
   if (!color_) return text;
   const char* code = "";
   switch (status) {
-    case Status::Pass: code = "\x1b[32m"; break;
-    case Status::Skip: code = "\x1b[2m"; break;
+    case Status::Pass:
+      code = "\x1b[32m";
+      break;
+    case Status::Skip:
+      code = "\x1b[2m";
+      break;
     case Status::Unsupported:
-    case Status::Fallback: code = "\x1b[33m"; break;
-    default: code = "\x1b[31m"; break;
+    case Status::Fallback:
+      code = "\x1b[33m";
+      break;
+    default:
+      code = "\x1b[31m";
+      break;
   }
   return std::string(code) + text + "\x1b[0m";
 }
@@ -49,17 +56,19 @@ void ConsoleReporter::case_finished(size_t index, size_t total, const CaseResult
   const int width = static_cast<int>(std::to_string(total).size());
   std::string speed;
   if (r.speedup > 0) speed = fmt::format("  {}x {}", format_speedup(r.speedup), speed_text(r));
-  out_ << fmt::format("[{:>{}}/{}] ", index + 1, width, total) << paint(fmt::format("{:<11}", to_string(r.status)), r.status)
-       << ' ' << r.id << speed << '\n';
+  out_ << fmt::format("[{:>{}}/{}] ", index + 1, width, total)
+       << paint(fmt::format("{:<11}", to_string(r.status)), r.status) << ' ' << r.id << speed << '\n';
   if (is_finding(r.status) && !r.message.empty()) out_ << "      " << r.message << '\n';
   out_.flush();
 }
 
 void ConsoleReporter::summary(const RunReport& report, const std::string& report_path) {
   const auto counts = count_by_status(report.cases);
-  out_ << "\n" << (color_ ? "\x1b[1m" : "") << "Summary" << (color_ ? "\x1b[0m" : "") << " (" << report.cases.size()
+  out_ << "\n"
+       << (color_ ? "\x1b[1m" : "") << "Summary" << (color_ ? "\x1b[0m" : "") << " (" << report.cases.size()
        << " cases, target " << report.run.value("target", "?") << ")\n";
-  for (const auto& [status, n] : counts) out_ << "  " << paint(fmt::format("{:<11}", to_string(status)), status) << ' ' << n << '\n';
+  for (const auto& [status, n] : counts)
+    out_ << "  " << paint(fmt::format("{:<11}", to_string(status)), status) << ' ' << n << '\n';
   if (const std::string tier = tier_sentence(report.environment); !tier.empty()) out_ << "  " << tier << '\n';
 
   // Findings grouped by op (or model), the worst group first: one op's dtype, layout and direction
@@ -86,8 +95,9 @@ void ConsoleReporter::summary(const RunReport& report, const std::string& report
     int faster = 0, similar = 0, slower = 0;
     for (const auto* c : timed)
       (c->speed_class == SpeedClass::Faster ? faster : c->speed_class == SpeedClass::Slower ? slower : similar)++;
-    out_ << fmt::format("\nSpeed (target vs CPU float32 reference, median of interleaved runs): {} faster, {} similar, {} slower\n",
-                        faster, similar, slower);
+    out_ << fmt::format(
+        "\nSpeed (target vs CPU float32 reference, median of interleaved runs): {} faster, {} similar, {} slower\n",
+        faster, similar, slower);
     out_ << fmt::format("  {:>8}  {:<8} {:>10} {:>10}  {}\n", "speedup", "class", "reference", "target", "case");
     const size_t shown = std::min<size_t>(timed.size(), 20);
     auto row = [&](const CaseResult* c) {

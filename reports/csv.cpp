@@ -28,7 +28,8 @@ std::string number(double v, bool applies) {
 std::string render_csv(const RunReport& report) {
   std::string out =
       "id,status,recommendation,dtype,max_abs_error,max_rel_error,reference_median_s,target_median_s,speedup,"
-      "speed_class,expected,peak_allocated_bytes,driver_peak_bytes,process_peak_bytes,recommended_max_bytes,tier,message\r\n";
+      "speed_class,expected,peak_allocated_bytes,driver_peak_bytes,process_peak_bytes,recommended_max_bytes,tier,"
+      "message\r\n";
   for (const auto& c : report.cases) {
     const double abs_err = max_abs_error(c), rel_err = max_rel_error(c);
     const bool timed = c.reference_time && c.target_time;
@@ -39,7 +40,8 @@ std::string render_csv(const RunReport& report) {
                        number(rel_err, rel_err >= 0), number(timed ? c.reference_time->median_s : 0, timed),
                        number(timed ? c.target_time->median_s : 0, timed), number(c.speedup, c.speedup > 0),
                        cell(to_string(c.speed_class)), c.expected ? "yes" : "", bytes(m.peak_allocated),
-                       bytes(m.driver_peak), bytes(m.process_peak), bytes(m.recommended_max), cell(c.tier), cell(c.message));
+                       bytes(m.driver_peak), bytes(m.process_peak), bytes(m.recommended_max), cell(c.tier),
+                       cell(c.message));
   }
   return out;
 }

@@ -41,8 +41,8 @@ std::string error_signature(const std::string& message) {
       out += "0x#";
       i += 2;
       while (i < message.size() && std::isxdigit(static_cast<unsigned char>(message[i]))) ++i;
-    } else if (std::isdigit(c) && (i == 0 || !(std::isalnum(static_cast<unsigned char>(message[i - 1])) ||
-                                               message[i - 1] == '_'))) {
+    } else if (std::isdigit(c) &&
+               (i == 0 || !(std::isalnum(static_cast<unsigned char>(message[i - 1])) || message[i - 1] == '_'))) {
       out += '#';
       while (i < message.size() &&
              (std::isdigit(static_cast<unsigned char>(message[i])) || message[i] == '.' || message[i] == 'e' ||
@@ -96,9 +96,10 @@ std::vector<KnownIssue> parse_known_issues(const std::string& text, const std::s
     const auto w = words_of(line);
     if (w.empty() || w[0][0] == '#') continue;
     auto fail = [&](const std::string& what) {
-      return KnownIssuesError(fmt::format("{}:{}: {} (line: '{}'); the format is OP DTYPE LAYOUT STATUS ISSUE "
-                                          "FIXED_IN BROKEN_IN [SIGNATURE] [# note]",
-                                          file_name, n, what, raw));
+      return KnownIssuesError(
+          fmt::format("{}:{}: {} (line: '{}'); the format is OP DTYPE LAYOUT STATUS ISSUE "
+                      "FIXED_IN BROKEN_IN [SIGNATURE] [# note]",
+                      file_name, n, what, raw));
     };
     if (w.size() < 7) throw fail("a row needs seven fields");
     KnownIssue k;
@@ -149,7 +150,8 @@ std::string known_text(const KnownIssue* k) {
   if (!k) return "new";
   std::string versions;
   if (!k->fixed_in.empty()) versions = "fixed in " + k->fixed_in;
-  if (!k->broken_in.empty()) versions += (versions.empty() ? "" : ", ") + std::string("still broken in ") + k->broken_in;
+  if (!k->broken_in.empty())
+    versions += (versions.empty() ? "" : ", ") + std::string("still broken in ") + k->broken_in;
   return "known: " + k->issue + (versions.empty() ? "" : " (" + versions + ")");
 }
 
@@ -168,8 +170,9 @@ std::vector<FingerprintGroup> findings_by_fingerprint(const std::vector<CaseResu
     std::sort(g.findings.begin(), g.findings.end(), [](auto* a, auto* b) { return a->id < b->id; });
     out.push_back(std::move(g));
   }
-  std::stable_sort(out.begin(), out.end(),
-                   [](const FingerprintGroup& a, const FingerprintGroup& b) { return a.findings.size() > b.findings.size(); });
+  std::stable_sort(out.begin(), out.end(), [](const FingerprintGroup& a, const FingerprintGroup& b) {
+    return a.findings.size() > b.findings.size();
+  });
   return out;
 }
 

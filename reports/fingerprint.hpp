@@ -58,8 +58,8 @@ std::string known_text(const KnownIssue* issue);
 
 struct FingerprintGroup {
   Fingerprint fingerprint;
-  std::string known;                         // known_text of its row
-  std::vector<const CaseResult*> findings;   // by id
+  std::string known;                        // known_text of its row
+  std::vector<const CaseResult*> findings;  // by id
 };
 // The run's findings grouped by fingerprint against `table`, the largest group first, then by text.
 std::vector<FingerprintGroup> findings_by_fingerprint(const std::vector<CaseResult>& cases,

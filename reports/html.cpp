@@ -17,8 +17,8 @@ namespace mpscheck {
 
 namespace {
 
-constexpr std::size_t kChartCasesMax = 40;   // above this the speed chart shows families, not cases
-constexpr std::size_t kErrorRowsMax = 50;    // rows of the error chart
+constexpr std::size_t kChartCasesMax = 40;    // above this the speed chart shows families, not cases
+constexpr std::size_t kErrorRowsMax = 50;     // rows of the error chart
 constexpr std::size_t kCellCasesListed = 12;  // case ids listed in one coverage tooltip
 
 constexpr const char* kStyle = R"css(
@@ -86,8 +86,8 @@ document.querySelectorAll('table.sortable').forEach(function(table){
 })();
 )js";
 
-const Status kStatusOrder[] = {Status::Crash,       Status::Timeout,     Status::Nan,    Status::Mismatch, Status::Error,
-                               Status::Unsupported, Status::Memory, Status::Fallback, Status::Pass,   Status::Skip};
+const Status kStatusOrder[] = {Status::Crash,       Status::Timeout, Status::Nan,      Status::Mismatch, Status::Error,
+                               Status::Unsupported, Status::Memory,  Status::Fallback, Status::Pass,     Status::Skip};
 
 std::string status_pill(Status s) { return fmt::format(R"(<span class="st s-{0}">{0}</span>)", to_string(s)); }
 
@@ -127,7 +127,8 @@ std::string axis_svg(const LogAxis& axis, double x0, double top, double bottom, 
   for (double e = axis.lo_exp; e <= axis.hi_exp + 1e-9; e += 1) {
     const double x = x0 + axis.x(std::pow(10.0, e));
     s += fmt::format(R"(<line class="grid" x1="{0:.1f}" y1="{1:.1f}" x2="{0:.1f}" y2="{2:.1f}"/>)", x, top, bottom);
-    s += fmt::format(R"(<text x="{:.1f}" y="{:.1f}" text-anchor="middle">{}{}</text>)", x, top - 6, decade_label(e), suffix);
+    s += fmt::format(R"(<text x="{:.1f}" y="{:.1f}" text-anchor="middle">{}{}</text>)", x, top - 6, decade_label(e),
+                     suffix);
     s += fmt::format(R"(<text x="{:.1f}" y="{:.1f}" text-anchor="middle">{}{}</text>)", x, bottom + 14, decade_label(e),
                      suffix);
   }
@@ -169,8 +170,8 @@ std::string speed_chart(const std::vector<SpeedBar>& bars) {
     if (b.min > 0 && b.max > 0) {
       const double xa = kLabelW + axis.x(b.min), xb = kLabelW + axis.x(b.max), ym = y + kRowH / 2;
       s += fmt::format(
-          R"(<path class="spread" d="M{0:.1f} {1:.1f}H{2:.1f}M{0:.1f} {3:.1f}V{4:.1f}M{2:.1f} {3:.1f}V{4:.1f}"/>)", xa, ym,
-          xb, ym - 4, ym + 4);
+          R"(<path class="spread" d="M{0:.1f} {1:.1f}H{2:.1f}M{0:.1f} {3:.1f}V{4:.1f}M{2:.1f} {3:.1f}V{4:.1f}"/>)", xa,
+          ym, xb, ym - 4, ym + 4);
       label_right = std::max(label_right, xb), label_left = std::min(label_left, xa);
     }
     // A slowdown's figure sits left of its bar unless it would run into the case names (about 7 px
@@ -261,7 +262,8 @@ std::string coverage_matrix(const RunReport& report) {
     for (const auto& d : columns) {
       const auto it = row.find(d);
       if (it == row.end()) {
-        s += fmt::format(R"(<td class="empty" title="{} {}: not in this run">&#183;</td>)", html_escape(op), html_escape(d));
+        s += fmt::format(R"(<td class="empty" title="{} {}: not in this run">&#183;</td>)", html_escape(op),
+                         html_escape(d));
         continue;
       }
       Status worst = Status::Skip;
@@ -276,7 +278,8 @@ std::string coverage_matrix(const RunReport& report) {
         if (n.count(st)) tip += fmt::format(" {} {}", n[st], to_string(st));
       for (std::size_t i = 0; i < it->second.size() && i < kCellCasesListed; ++i)
         tip += fmt::format("\n{}: {}", it->second[i]->id, to_string(it->second[i]->status));
-      if (it->second.size() > kCellCasesListed) tip += fmt::format("\n... {} more", it->second.size() - kCellCasesListed);
+      if (it->second.size() > kCellCasesListed)
+        tip += fmt::format("\n... {} more", it->second.size() - kCellCasesListed);
       const int passed = n.count(Status::Pass) ? n[Status::Pass] : 0;
       s += fmt::format(R"(<td class="cell s-{}" title="{}">{} {}/{}</td>)", to_string(worst), html_escape(tip),
                        to_string(worst), passed, it->second.size());
@@ -308,21 +311,22 @@ std::string verdict_section(const RunReport& report, const std::map<Status, int>
   const std::vector<RankedClass> rows = classes_blocked_first(report);
   int by_rank[5] = {0, 0, 0, 0, 0};
   for (const auto& c : rows) ++by_rank[c.rank];
-  h += fmt::format("<p class=\"answer\">{} workload class{} blocked, {} to reduce memory, {} to accelerate, {} to keep on "
-                   "the CPU.</p>\n",
-                   by_rank[0], by_rank[0] == 1 ? "" : "es", by_rank[1], by_rank[2], by_rank[3]);
+  h += fmt::format(
+      "<p class=\"answer\">{} workload class{} blocked, {} to reduce memory, {} to accelerate, {} to keep on "
+      "the CPU.</p>\n",
+      by_rank[0], by_rank[0] == 1 ? "" : "es", by_rank[1], by_rank[2], by_rank[3]);
   h += "<table class=\"sortable classes\"><thead><tr><th>workload class</th><th>recommendation</th>"
        "<th>accelerate</th><th>keep on CPU</th><th>blocked</th><th>reduce memory</th></tr></thead><tbody>\n";
   for (const auto& c : rows)
-    h += fmt::format("<tr><td class=\"id\">{}</td><td data-v=\"{}\"><span class=\"rec r-{}\">{}</span></td>"
-                     "<td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>"
-                     "</tr>\n",
-                     html_escape(c.name), c.rank, c.rank, html_escape(c.summary.recommendation()), c.summary.accelerate,
-                     c.summary.keep_on_cpu, c.summary.blocked, c.summary.reduce_memory);
+    h += fmt::format(
+        "<tr><td class=\"id\">{}</td><td data-v=\"{}\"><span class=\"rec r-{}\">{}</span></td>"
+        "<td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>"
+        "</tr>\n",
+        html_escape(c.name), c.rank, c.rank, html_escape(c.summary.recommendation()), c.summary.accelerate,
+        c.summary.keep_on_cpu, c.summary.blocked, c.summary.reduce_memory);
   h += "</tbody></table>\n<div class=\"totals\">";
   for (const Status st : kStatusOrder)
-    if (counts.count(st))
-      h += fmt::format(R"(<span class="st s-{0}">{0}: {1}</span>)", to_string(st), counts.at(st));
+    if (counts.count(st)) h += fmt::format(R"(<span class="st s-{0}">{0}: {1}</span>)", to_string(st), counts.at(st));
   h += fmt::format("<span class=\"st s-skip\" style=\"background:#57606a\">total: {}</span></div>\n</section>\n",
                    report.cases.size());
   return h;
@@ -332,17 +336,18 @@ std::string verdict_section(const RunReport& report, const std::map<Status, int>
 // each expanding to its detail. The first groups are open; the rest are one click away.
 std::string findings_section(const std::vector<OpGroup>& groups, std::size_t findings) {
   constexpr std::size_t kOpenGroups = 8;
-  std::string h = fmt::format("<section id=\"findings\">\n<h2>Findings ({} in {} op{})</h2>\n", findings,
-                              groups.size(), groups.size() == 1 ? "" : "s");
+  std::string h = fmt::format("<section id=\"findings\">\n<h2>Findings ({} in {} op{})</h2>\n", findings, groups.size(),
+                              groups.size() == 1 ? "" : "s");
   if (groups.empty()) return h + "<p>None: every case passed or was skipped.</p>\n</section>\n";
   h += "<p class=\"note\">One group per op or model, the worst first. The matrix shows every case of the op in this "
        "run: a row per dtype, a column per layout and direction.</p>\n";
   for (std::size_t i = 0; i < groups.size(); ++i) {
     const OpGroup& g = groups[i];
-    h += fmt::format("<details class=\"group\" data-op=\"{}\"{}><summary>{} <span class=\"id\">{}</span>: {} of {} "
-                     "case{} {}</summary>\n",
-                     html_escape(g.key), i < kOpenGroups ? " open" : "", status_pill(g.worst), html_escape(g.key),
-                     g.findings.size(), g.cases, g.cases == 1 ? "" : "s", g.findings.size() == 1 ? "is a finding" : "are findings");
+    h += fmt::format(
+        "<details class=\"group\" data-op=\"{}\"{}><summary>{} <span class=\"id\">{}</span>: {} of {} "
+        "case{} {}</summary>\n",
+        html_escape(g.key), i < kOpenGroups ? " open" : "", status_pill(g.worst), html_escape(g.key), g.findings.size(),
+        g.cases, g.cases == 1 ? "" : "s", g.findings.size() == 1 ? "is a finding" : "are findings");
     h += "<table class=\"matrix opmatrix\"><thead><tr><th></th>";
     for (const auto& col : g.columns) h += fmt::format("<th>{}</th>", html_escape(col));
     h += "</tr></thead><tbody>\n";
@@ -355,7 +360,8 @@ std::string findings_section(const std::vector<OpGroup>& groups, std::size_t fin
           continue;
         }
         const CaseResult& c = *it->second;
-        h += fmt::format("<td class=\"cell s-{0}\" title=\"{1}: {0}\">{0}</td>", to_string(c.status), html_escape(c.id));
+        h +=
+            fmt::format("<td class=\"cell s-{0}\" title=\"{1}: {0}\">{0}</td>", to_string(c.status), html_escape(c.id));
       }
       h += "</tr>\n";
     }
@@ -378,22 +384,25 @@ std::string findings_section(const std::vector<OpGroup>& groups, std::size_t fin
 // row, known ones with their issue.
 std::string fingerprint_section(const std::vector<FingerprintGroup>& groups) {
   if (groups.empty()) return {};
-  std::string h = "<section id=\"fingerprints\">\n<h2>Findings by fingerprint</h2>\n<table class=\"sortable\"><thead><tr>"
-                  "<th>fingerprint</th><th>upstream</th><th>findings</th><th>cases</th></tr></thead><tbody>\n";
+  std::string h =
+      "<section id=\"fingerprints\">\n<h2>Findings by fingerprint</h2>\n<table class=\"sortable\"><thead><tr>"
+      "<th>fingerprint</th><th>upstream</th><th>findings</th><th>cases</th></tr></thead><tbody>\n";
   for (const auto& g : groups) {
     std::string ids;
     for (const CaseResult* c : g.findings) ids += (ids.empty() ? "" : "<br>") + html_escape(c->id);
-    h += fmt::format("<tr><td class=\"id\">{}</td><td class=\"{}\">{}</td><td class=\"num\">{}</td><td class=\"id\">{}</td></tr>\n",
-                     html_escape(g.fingerprint.text()), g.known == "new" ? "new" : "known", html_escape(g.known),
-                     g.findings.size(), ids);
+    h += fmt::format(
+        "<tr><td class=\"id\">{}</td><td class=\"{}\">{}</td><td class=\"num\">{}</td><td class=\"id\">{}</td></tr>\n",
+        html_escape(g.fingerprint.text()), g.known == "new" ? "new" : "known", html_escape(g.known), g.findings.size(),
+        ids);
   }
   return h + "</tbody></table>\n</section>\n";
 }
 
 // The environment, last and folded; a multi-line value (ATen's parallel dump) behind its own disclosure.
 std::string environment_section(const RunReport& report) {
-  std::string h = fmt::format("<section id=\"environment\">\n<details><summary><h2>Environment</h2></summary>\n"
-                              "<table class=\"env\">\n");
+  std::string h = fmt::format(
+      "<section id=\"environment\">\n<details><summary><h2>Environment</h2></summary>\n"
+      "<table class=\"env\">\n");
   auto row = [&](const std::string& key, const std::string& value) {
     const auto newline = value.find('\n');
     if (newline == std::string::npos) {
@@ -429,10 +438,11 @@ std::string speed_section(const RunReport& report) {
                                     c->speed_class == SpeedClass::None ? "unclassified" : speed_text(*c),
                                     format_seconds(c->reference_time ? c->reference_time->median_s : 0),
                                     format_seconds(c->target_time ? c->target_time->median_s : 0)),
-                        c->speed_class == SpeedClass::None ? "similar" : to_string(c->speed_class),
-                        c->speedup, 0, 0, speed_text(*c).find("not a claim") != std::string::npos});
-      h += "<p class=\"note\">Speedup per case (reference median / target median), log scale; the dark line is 1&#215;. "
-           "Green: faster, red: slower, grey: within the timing spread.</p>\n";
+                        c->speed_class == SpeedClass::None ? "similar" : to_string(c->speed_class), c->speedup, 0, 0,
+                        speed_text(*c).find("not a claim") != std::string::npos});
+      h +=
+          "<p class=\"note\">Speedup per case (reference median / target median), log scale; the dark line is 1&#215;. "
+          "Green: faster, red: slower, grey: within the timing spread.</p>\n";
     } else {
       // Geometric mean per family: the average of ratios that does not favour the larger ones.
       struct Family {
@@ -452,10 +462,14 @@ std::string speed_section(const RunReport& report) {
         bars.push_back({fmt::format("{} ({} cases)", family, f.n),
                         fmt::format("{}: geometric mean {}x over {} timed cases, from {}x to {}x", family,
                                     format_speedup(g), f.n, format_speedup(f.min), format_speedup(f.max)),
-                        g >= 1.1 ? "faster" : g <= 0.9 ? "slower" : "similar", g, f.min, f.max});
+                        g >= 1.1   ? "faster"
+                        : g <= 0.9 ? "slower"
+                                   : "similar",
+                        g, f.min, f.max});
       }
       std::stable_sort(bars.begin(), bars.end(), [](const auto& a, const auto& b) { return a.speedup > b.speedup; });
-      h += "<p class=\"note\">Geometric-mean speedup per family (reference / target), log scale; the dark line is 1&#215;. "
+      h += "<p class=\"note\">Geometric-mean speedup per family (reference / target), log scale; the dark line is "
+           "1&#215;. "
            "Green: 1.1&#215; or more, red: 0.9&#215; or less; the whisker spans the slowest to the fastest case. "
            "Every case is in the table below.</p>\n";
     }
@@ -463,10 +477,12 @@ std::string speed_section(const RunReport& report) {
     h += "<table class=\"sortable\"><thead><tr><th>case</th><th>status</th><th>speedup</th><th>class</th>"
          "<th>reference median</th><th>target median</th><th>noisy</th></tr></thead><tbody>\n";
     for (const auto* c : timed) {
-      const bool noisy = (c->reference_time && c->reference_time->noisy()) || (c->target_time && c->target_time->noisy());
-      h += fmt::format(R"(<tr><td class="id">{}</td><td data-v="{}">{}</td><td class="num" data-v="{:.9g}">{}&#215;</td><td>{}</td>)",
-                       html_escape(c->id), -severity(c->status), status_pill(c->status), c->speedup, format_speedup(c->speedup),
-                       html_escape(speed_text(*c)));
+      const bool noisy =
+          (c->reference_time && c->reference_time->noisy()) || (c->target_time && c->target_time->noisy());
+      h += fmt::format(
+          R"(<tr><td class="id">{}</td><td data-v="{}">{}</td><td class="num" data-v="{:.9g}">{}&#215;</td><td>{}</td>)",
+          html_escape(c->id), -severity(c->status), status_pill(c->status), c->speedup, format_speedup(c->speedup),
+          html_escape(speed_text(*c)));
       h += time_cell(c->reference_time) + time_cell(c->target_time);
       h += fmt::format("<td>{}</td></tr>\n", noisy ? "noisy" : "");
     }
@@ -492,7 +508,8 @@ std::string errors_section(const RunReport& report) {
   if (with_error.empty()) {
     h += "<p class=\"note\">No case produced outputs to compare.</p>\n";
   } else {
-    h += "<p class=\"note\">Largest absolute error against the reference over each case's outputs, log scale, coloured by "
+    h += "<p class=\"note\">Largest absolute error against the reference over each case's outputs, log scale, coloured "
+         "by "
          "status; failing cases first.";
     if (total_with_figures > with_error.size())
       h += fmt::format(" Showing {} of {} cases.", with_error.size(), total_with_figures);
@@ -506,13 +523,15 @@ std::string errors_section(const RunReport& report) {
 std::string cases_section(const RunReport& report) {
   std::string h;
   h += "<section id=\"cases\">\n<h2>All cases</h2>\n<table class=\"sortable\"><thead><tr><th>case</th><th>status</th>"
-       "<th>max abs error</th><th>speedup</th><th>wall time</th><th>peak memory</th><th>message</th></tr></thead><tbody>\n";
+       "<th>max abs error</th><th>speedup</th><th>wall time</th><th>peak "
+       "memory</th><th>message</th></tr></thead><tbody>\n";
   for (const auto& c : report.cases) {
     h += fmt::format("<tr><td class=\"id\">{}</td><td data-v=\"{}\">{}</td>", html_escape(c.id), -severity(c.status),
                      status_pill(c.status));
     h += figure_cell(max_abs_error(c));
-    h += c.speedup > 0 ? fmt::format(R"(<td class="num" data-v="{:.9g}">{}&#215;</td>)", c.speedup, format_speedup(c.speedup))
-                       : std::string(R"(<td class="num" data-v="-1">-</td>)");
+    h += c.speedup > 0
+             ? fmt::format(R"(<td class="num" data-v="{:.9g}">{}&#215;</td>)", c.speedup, format_speedup(c.speedup))
+             : std::string(R"(<td class="num" data-v="-1">-</td>)");
     h += fmt::format(R"(<td class="num" data-v="{:.9g}">{}</td>)", c.wall_s, format_seconds(c.wall_s));
     const std::int64_t peak = c.memory ? c.memory->peak_allocated : -1;
     h += fmt::format(R"(<td class="num" data-v="{}" title="{}">{}</td>)", peak,
@@ -530,20 +549,23 @@ std::string render_html(const RunReport& report) {
   const std::vector<const CaseResult*> findings = findings_worst_first(report);
   const std::string target = run_value(report, "target"), torch = run_value(report, "torch_version");
 
-  std::string h = "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
-                  "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n";
+  std::string h =
+      "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+      "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n";
   h += fmt::format("<title>mpscheck: {} findings, target {}</title>\n", findings.size(), html_escape(target));
   h += std::string("<style>") + kStyle + "</style>\n</head>\n<body>\n";
 
   // The answer first: what was run, the recommendation per workload class, the totals, then the
   // findings grouped by op. The environment comes last, folded.
-  h += fmt::format("<header>\n<h1>mpscheck report: target {}, torch {}</h1>\n", html_escape(target), html_escape(torch));
+  h +=
+      fmt::format("<header>\n<h1>mpscheck report: target {}, torch {}</h1>\n", html_escape(target), html_escape(torch));
   h += fmt::format("<p class=\"sub\">{} cases, {} findings. Reference: CPU float32. Written by mpscheck {}.</p>\n",
                    report.cases.size(), findings.size(), kVersion);
   if (report.run.contains("dtypes") && report.run.at("dtypes").is_string())
     h += fmt::format("<p class=\"note\">{}.</p>\n", html_escape(report.run.at("dtypes").get<std::string>()));
-  h += fmt::format("<p class=\"tier\">Device tier: <b>{}</b>{}</p>\n", html_escape(tier_name(report.environment)),
-                   tier_sentence(report.environment).empty() ? "." : ". " + html_escape(tier_sentence(report.environment)) + ".");
+  h += fmt::format(
+      "<p class=\"tier\">Device tier: <b>{}</b>{}</p>\n", html_escape(tier_name(report.environment)),
+      tier_sentence(report.environment).empty() ? "." : ". " + html_escape(tier_sentence(report.environment)) + ".");
   h += "</header>\n";
   h += verdict_section(report, counts);
   h += findings_section(findings_by_op(report), findings.size());
@@ -551,7 +573,8 @@ std::string render_html(const RunReport& report) {
 
   h += speed_section(report);
   h += errors_section(report);
-  h += "<section id=\"coverage\">\n<h2>Coverage: operator &#215; dtype</h2>\n" + coverage_matrix(report) + "</section>\n";
+  h += "<section id=\"coverage\">\n<h2>Coverage: operator &#215; dtype</h2>\n" + coverage_matrix(report) +
+       "</section>\n";
 
   h += cases_section(report);
   h += environment_section(report);

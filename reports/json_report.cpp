@@ -57,7 +57,8 @@ RunReport read_json_report(const std::string& path) {
     if (j.contains(key) && !j.at(key).is_object())
       throw ReportError(fmt::format("{}: '{}' is not an object; is it an mpscheck report?", path, key));
   // Read as strings by merge, compare and --expect.
-  for (const auto& [object, key] : {std::pair{"run", "target"}, {"environment", "torch_version"}, {"environment", "os"}})
+  for (const auto& [object, key] :
+       {std::pair{"run", "target"}, {"environment", "torch_version"}, {"environment", "os"}})
     if (j.contains(object) && j.at(object).contains(key) && !j.at(object).at(key).is_string())
       throw ReportError(fmt::format("{}: {}.{} is not a string; is it an mpscheck report?", path, object, key));
   if (const std::string bad = bad_result_integer_field(j); !bad.empty())

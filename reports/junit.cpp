@@ -27,14 +27,15 @@ std::string render_junit(const RunReport& report) {
       s_failures += failed;
       s_skipped += skip;
       s_time += c->wall_s;
-      cases_xml += fmt::format(R"(    <testcase name="{}" status="run" result="{}" time="{:.3f}" classname="{}")",
-                               xml_escape(split_case_id(*c).name), skip ? "skipped" : "completed", c->wall_s,
-                               xml_escape(suite));
+      cases_xml +=
+          fmt::format(R"(    <testcase name="{}" status="run" result="{}" time="{:.3f}" classname="{}")",
+                      xml_escape(split_case_id(*c).name), skip ? "skipped" : "completed", c->wall_s, xml_escape(suite));
       cases_xml += ">\n";
       cases_xml += fmt::format(R"(      <properties><property name="verdict" value="{}"/>)", to_string(c->status));
       if (c->speedup > 0)
-        cases_xml += fmt::format(R"(<property name="speedup" value="{:.3f}"/><property name="speed_class" value="{}"/>)",
-                                 c->speedup, to_string(c->speed_class));
+        cases_xml +=
+            fmt::format(R"(<property name="speedup" value="{:.3f}"/><property name="speed_class" value="{}"/>)",
+                        c->speedup, to_string(c->speed_class));
       cases_xml += "</properties>\n";
       if (failed) {
         const std::string first_line = c->message.substr(0, c->message.find('\n'));
@@ -60,18 +61,20 @@ std::string render_junit(const RunReport& report) {
   }
   // The run's own wall time when known (it includes worker start-up), else the cases' sum.
   double run_time = case_time;
-  if (report.run.contains("wall_s") && report.run.at("wall_s").is_number()) run_time = report.run.at("wall_s").get<double>();
+  if (report.run.contains("wall_s") && report.run.at("wall_s").is_number())
+    run_time = report.run.at("wall_s").get<double>();
 
   std::string xml = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
   xml += fmt::format(
-      R"(<testsuites tests="{}" failures="{}" disabled="0" skipped="{}" errors="0" time="{:.3f}" name="mpscheck">)", total,
-      failures, skipped, run_time);
+      R"(<testsuites tests="{}" failures="{}" disabled="0" skipped="{}" errors="0" time="{:.3f}" name="mpscheck">)",
+      total, failures, skipped, run_time);
   xml += "\n" + body + "</testsuites>\n";
   return xml;
 }
 
 const Reporter& junit_reporter() {
-  static const Reporter reporter({.flag = "junit", .help = "write JUnit XML (GoogleTest's shape) to FILE"}, render_junit);
+  static const Reporter reporter({.flag = "junit", .help = "write JUnit XML (GoogleTest's shape) to FILE"},
+                                 render_junit);
   return reporter;
 }
 

@@ -17,9 +17,9 @@ namespace mpscheck {
 namespace {
 
 constexpr std::size_t kSpeedRowsEachEnd = 10;  // top and bottom N when there are many timed cases
-constexpr std::size_t kMessageLength = 140;     // code points of a message in the findings table
-constexpr std::size_t kGroupRowsMax = 60;       // keeps a paste under GitHub's comment size limit
-constexpr std::size_t kClassRowsMax = 40;       // workload classes listed, blocked ones first
+constexpr std::size_t kMessageLength = 140;    // code points of a message in the findings table
+constexpr std::size_t kGroupRowsMax = 60;      // keeps a paste under GitHub's comment size limit
+constexpr std::size_t kClassRowsMax = 40;      // workload classes listed, blocked ones first
 
 std::string run_text(const RunReport& report, const char* key, const char* fallback) {
   if (report.run.contains(key)) return json_value_text(report.run.at(key));
@@ -66,18 +66,21 @@ std::string op_section(const RunReport& report, std::size_t findings) {
         for (const auto& col : g.columns)
           if (const auto it = g.cells.find({row, col}); it != g.cells.end()) ++n[it->second->status];
         std::string statuses;
-        for (const auto& [st, k] : n) statuses += fmt::format("{}{} {}", statuses.empty() ? "" : ", ", k, to_string(st));
+        for (const auto& [st, k] : n)
+          statuses += fmt::format("{}{} {}", statuses.empty() ? "" : ", ", k, to_string(st));
         by_dtype += fmt::format("{}{}: {}", by_dtype.empty() ? "" : "; ", row, statuses);
       }
       const CaseResult* worst = g.findings.front();
       md += fmt::format("| {} | {}{} | {} of {} | {} | {} | {} |\n", markdown_escape(g.key), to_string(g.worst),
-                        worst->tier.empty() ? "" : " (" + worst->tier + ")",
-                        g.findings.size(), g.cases, markdown_escape(by_dtype), markdown_escape(worst->id),
+                        worst->tier.empty() ? "" : " (" + worst->tier + ")", g.findings.size(), g.cases,
+                        markdown_escape(by_dtype), markdown_escape(worst->id),
                         markdown_escape(shorten(worst->message, kMessageLength)));
     }
     if (groups.size() > kGroupRowsMax)
-      md += fmt::format("| … {} more ops with findings (least severe; every one is in the JSON and HTML reports) "
-                        "| | | | | |\n", groups.size() - kGroupRowsMax);
+      md += fmt::format(
+          "| … {} more ops with findings (least severe; every one is in the JSON and HTML reports) "
+          "| | | | | |\n",
+          groups.size() - kGroupRowsMax);
     md += "\n";
   }
   return md;
@@ -89,16 +92,17 @@ std::string fingerprint_section(const RunReport& report) {
   const std::vector<FingerprintGroup> prints = findings_by_fingerprint(report.cases, report.known_issues);
   if (!prints.empty()) {
     const auto known = std::count_if(prints.begin(), prints.end(), [](const auto& g) { return g.known != "new"; });
-    md += fmt::format("## Findings by fingerprint ({} fingerprints, {} known upstream, {} new)\n\n", prints.size(), known,
-                      prints.size() - known);
+    md += fmt::format("## Findings by fingerprint ({} fingerprints, {} known upstream, {} new)\n\n", prints.size(),
+                      known, prints.size() - known);
     md += "| Fingerprint | Upstream | Findings | Cases |\n|---|---|---:|---|\n";
     for (std::size_t i = 0; i < prints.size() && i < kGroupRowsMax; ++i) {
       std::string ids;
       for (std::size_t k = 0; k < prints[i].findings.size() && k < 3; ++k)
         ids += (k ? ", " : "") + prints[i].findings[k]->id;
       if (prints[i].findings.size() > 3) ids += fmt::format(" and {} more", prints[i].findings.size() - 3);
-      md += fmt::format("| {} | {} | {} | {} |\n", markdown_escape(shorten(prints[i].fingerprint.text(), kMessageLength)),
-                        markdown_escape(prints[i].known), prints[i].findings.size(), markdown_escape(ids));
+      md +=
+          fmt::format("| {} | {} | {} | {} |\n", markdown_escape(shorten(prints[i].fingerprint.text(), kMessageLength)),
+                      markdown_escape(prints[i].known), prints[i].findings.size(), markdown_escape(ids));
     }
     if (prints.size() > kGroupRowsMax)
       md += fmt::format("| … {} more fingerprints (in the JSON report) | | | |\n", prints.size() - kGroupRowsMax);
@@ -157,9 +161,10 @@ std::string memory_section(const RunReport& report) {
     md += "| Case | Status | Peak allocated | Driver peak | Process peak |\n|---|---|---:|---:|---:|\n";
     for (std::size_t i = 0; i < measured.size() && i < kSpeedRowsEachEnd; ++i) {
       const MemoryFigures& m = *measured[i]->memory;
-      md += fmt::format("| {} | {} | {}{} | {} | {} |\n", markdown_escape(measured[i]->id), to_string(measured[i]->status),
-                        bytes_text(m.peak_allocated), m.peak_source == "sampled" ? " (sampled)" : "",
-                        bytes_text(m.driver_peak), bytes_text(m.process_peak));
+      md += fmt::format("| {} | {} | {}{} | {} | {} |\n", markdown_escape(measured[i]->id),
+                        to_string(measured[i]->status), bytes_text(m.peak_allocated),
+                        m.peak_source == "sampled" ? " (sampled)" : "", bytes_text(m.driver_peak),
+                        bytes_text(m.process_peak));
     }
     if (measured.size() > kSpeedRowsEachEnd)
       md += fmt::format("| … {} more (every case's figures are in the JSON and CSV reports) | | | | |\n",
@@ -187,18 +192,20 @@ std::string render_markdown(const RunReport& report) {
   const auto counts = count_by_status(report.cases);
   const std::vector<const CaseResult*> findings = findings_worst_first(report);
 
-  std::string md = fmt::format("# mpscheck report: target {}, torch {}\n\n",
-                               markdown_escape(run_text(report, "target", "?")),
-                               markdown_escape(run_text(report, "torch_version", "?")));
+  std::string md =
+      fmt::format("# mpscheck report: target {}, torch {}\n\n", markdown_escape(run_text(report, "target", "?")),
+                  markdown_escape(run_text(report, "torch_version", "?")));
   md += fmt::format("**{} cases, {} findings.** ", report.cases.size(), findings.size());
   std::string parts;
-  for (const auto& [status, n] : counts) parts += fmt::format("{}{} {}", parts.empty() ? "" : ", ", n, to_string(status));
+  for (const auto& [status, n] : counts)
+    parts += fmt::format("{}{} {}", parts.empty() ? "" : ", ", n, to_string(status));
   md += parts.empty() ? "No cases ran.\n\n" : parts + ".\n\n";
 
   if (report.run.contains("dtypes") && report.run.at("dtypes").is_string())
     md += markdown_escape(report.run.at("dtypes").get<std::string>()) + ".\n\n";
   md += fmt::format("Device tier: **{}**.", tier_name(report.environment));
-  if (const std::string tier = tier_sentence(report.environment); !tier.empty()) md += " " + markdown_escape(tier) + ".";
+  if (const std::string tier = tier_sentence(report.environment); !tier.empty())
+    md += " " + markdown_escape(tier) + ".";
   md += "\n\n";
 
   md += verdict_section(report);

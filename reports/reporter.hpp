@@ -79,7 +79,9 @@ class Reporter final {
   bool in_merge() const { return traits_.in_merge; }
   // Where the report goes when its flag is absent: REPORT-DIR/default_file, or empty.
   std::string default_destination(const std::string& report_dir) const;
-  bool runs_without_destination() const { return traits_.runs_without_destination && traits_.runs_without_destination(); }
+  bool runs_without_destination() const {
+    return traits_.runs_without_destination && traits_.runs_without_destination();
+  }
   void write(const ReportContext& context, const std::string& destination) const { write_(context, destination); }
 
  private:

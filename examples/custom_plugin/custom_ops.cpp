@@ -9,8 +9,10 @@ MPSCHECK_CATALOG(custom_cases) {
   Family custom(catalog, "custom");
   custom.tolerance("activation").dtypes(dtypes::f32).variants({Variant::contiguous(), Variant::transposed()});
   // x * sigmoid(1.702 x): the "quick GELU" some CLIP checkpoints use.
-  custom.op("quick_gelu", {Arg::randn("x", {8, 197, 64})},
-            [](const at::Tensor& x) { return x * at::sigmoid(1.702 * x); }, "x * torch.sigmoid(1.702 * x)")
+  custom
+      .op(
+          "quick_gelu", {Arg::randn("x", {8, 197, 64})}, [](const at::Tensor& x) { return x * at::sigmoid(1.702 * x); },
+          "x * torch.sigmoid(1.702 * x)")
       .add();
 }
 

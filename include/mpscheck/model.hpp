@@ -57,9 +57,8 @@ inline LayerCapture*& capture_sink() {
 }
 inline at::Tensor tap(const std::string& layer, const at::Tensor& x) {
   const c10::ScalarType round = tap_rounding();
-  const at::Tensor y = round != c10::ScalarType::Undefined && c10::isFloatingType(x.scalar_type())
-                           ? x.to(round).to(x.scalar_type())
-                           : x;
+  const at::Tensor y =
+      round != c10::ScalarType::Undefined && c10::isFloatingType(x.scalar_type()) ? x.to(round).to(x.scalar_type()) : x;
   if (Outputs* sink = tap_sink()) sink->push_back({layer, y.detach().clone()});
   if (LayerCapture* capture = capture_sink(); capture && capture->layer == layer) ++capture->seen;
   return y;
@@ -96,9 +95,9 @@ class TapRounding {
 // them). Empty for any other network; its def sets forward itself.
 template <class Net>
 std::function<at::Tensor(Net& net, const Batch& batch)> forward_inputs() {
-  if constexpr (requires(Net& net, const at::Tensor& x) { net->forward(x); })
+  if constexpr (requires(Net & net, const at::Tensor& x) { net->forward(x); })
     return [](Net& net, const Batch& b) { return net->forward(b.inputs.at(0)); };
-  else if constexpr (requires(Net& net, const at::Tensor& x) { net->forward(x, x); })
+  else if constexpr (requires(Net & net, const at::Tensor& x) { net->forward(x, x); })
     return [](Net& net, const Batch& b) { return net->forward(b.inputs.at(0), b.inputs.at(1)); };
   else
     return nullptr;
@@ -109,7 +108,7 @@ struct ModelDef {
   std::string name;
   std::vector<std::string> tags;
   std::function<Net(bool quick)> build;
-  std::function<Batch(bool quick, at::Generator& gen)> batch;  // CPU tensors
+  std::function<Batch(bool quick, at::Generator& gen)> batch;                               // CPU tensors
   std::function<at::Tensor(Net& net, const Batch& batch)> forward = forward_inputs<Net>();  // see forward_inputs
   std::function<at::Tensor(const at::Tensor& output, const Batch& batch)> loss;
   std::function<std::unique_ptr<torch::optim::Optimizer>(std::vector<at::Tensor> params)> optimizer;
@@ -193,7 +192,8 @@ class ModelInstance final : public Instance {
     const auto params = net_->named_parameters();
     const auto& items = params.items();
     for (auto it = items.rbegin(); it != items.rend(); ++it)
-      if (it->value().grad().defined()) layers.push_back({"backward/" + it->key(), it->value().grad().detach().clone()});
+      if (it->value().grad().defined())
+        layers.push_back({"backward/" + it->key(), it->value().grad().detach().clone()});
     return layers;
   }
 
@@ -214,8 +214,9 @@ class ModelInstance final : public Instance {
     capture_sink() = nullptr;
     if (capture.captured) return std::move(capture.result);
     LayerCall none;
-    none.missing = capture.seen > call ? "layer " + layer + " is tapped code (model::tap), not one module (model::layer)"
-                                       : "the forward pass has no call " + std::to_string(call + 1) + " of layer " + layer;
+    none.missing = capture.seen > call
+                       ? "layer " + layer + " is tapped code (model::tap), not one module (model::layer)"
+                       : "the forward pass has no call " + std::to_string(call + 1) + " of layer " + layer;
     return none;
   }
 

@@ -68,9 +68,7 @@ struct Arg {
   int64_t storage_offset = 0;
   bool grad = true;  // floating args get a gradient in backward cases
 
-  static Arg randn(std::string name, std::vector<int64_t> shape) {
-    return Arg{std::move(name), std::move(shape)};
-  }
+  static Arg randn(std::string name, std::vector<int64_t> shape) { return Arg{std::move(name), std::move(shape)}; }
   static Arg uniform(std::string name, std::vector<int64_t> shape, double lo, double hi) {
     Arg a{std::move(name), std::move(shape)};
     a.fill = Fill::Uniform;
@@ -104,9 +102,18 @@ struct Arg {
     a.grad = false;
     return a;
   }
-  Arg& with_layout(Layout l) { layout = l; return *this; }
-  Arg& no_grad() { grad = false; return *this; }
-  Arg& of(c10::ScalarType t) { dtype = t; return *this; }
+  Arg& with_layout(Layout l) {
+    layout = l;
+    return *this;
+  }
+  Arg& no_grad() {
+    grad = false;
+    return *this;
+  }
+  Arg& of(c10::ScalarType t) {
+    dtype = t;
+    return *this;
+  }
 };
 
 // An output of the op that is an index into a tensor (argmax, sort's indices, topk): ambiguous
@@ -123,8 +130,8 @@ struct OpDef {
   std::string family;  // "conv", "activation", ...: the plugin's family, second part of the id
   std::string op;      // "conv2d"
   std::vector<Arg> args;
-  OpFn fn;             // the op, in ATen
-  std::string python;  // the same op as a Python expression over the arg names
+  OpFn fn;                     // the op, in ATen
+  std::string python;          // the same op as a Python expression over the arg names
   bool differentiable = true;  // add a backward case for floating dtypes
   std::string tolerance;       // tolerance family (<mpscheck/tolerance_families.hpp>); empty = family
   std::vector<std::string> tags;
@@ -139,7 +146,9 @@ struct Variant {
   std::string name;
   std::function<void(std::vector<Arg>&)> apply;
 
-  static Variant contiguous() { return {"contiguous", [](std::vector<Arg>&) {}}; }
+  static Variant contiguous() {
+    return {"contiguous", [](std::vector<Arg>&) {}};
+  }
   // Applies `layout` to the first argument, or to the argument named `arg`.
   static Variant of(std::string name, Layout layout, std::string arg = {}) {
     return {std::move(name), [layout, arg](std::vector<Arg>& args) {
@@ -154,12 +163,12 @@ struct Variant {
   }
   static Variant transposed(std::string arg = {}) { return of("transposed", Layout::Transposed, arg); }
   static Variant sliced(std::string arg = {}) { return of("sliced", Layout::Sliced, arg); }
-  static Variant channels_last(std::string arg = {}) {
-    return of("channels_last", Layout::ChannelsLast, arg);
-  }
+  static Variant channels_last(std::string arg = {}) { return of("channels_last", Layout::ChannelsLast, arg); }
   static Variant expanded(std::string arg = {}) { return of("expanded", Layout::Expanded, arg); }
   // A case whose inputs are large as declared (Case::large()): no layout change, named "large".
-  static Variant large() { return {"large", [](std::vector<Arg>&) {}}; }
+  static Variant large() {
+    return {"large", [](std::vector<Arg>&) {}};
+  }
 };
 
 using DTypes = std::vector<c10::ScalarType>;
@@ -233,22 +242,39 @@ class [[nodiscard]] Case {
       : catalog_(&catalog), def_(std::move(def)), coverage_(std::move(coverage)) {}
 
   // The tolerance family its outputs are compared under (<mpscheck/tolerance_families.hpp>).
-  Case tolerance(std::string family) const { return with([&](Case& c) { c.def_.tolerance = std::move(family); }); }
+  Case tolerance(std::string family) const {
+    return with([&](Case& c) { c.def_.tolerance = std::move(family); });
+  }
   // Forward cases only: no gradient is compared.
-  Case no_grad() const { return with([](Case& c) { c.def_.differentiable = false; }); }
+  Case no_grad() const {
+    return with([](Case& c) { c.def_.differentiable = false; });
+  }
   // Backward cases too, in a family that is no_grad().
-  Case with_grad() const { return with([](Case& c) { c.def_.differentiable = true; }); }
-  Case tag(std::string tag) const { return with([&](Case& c) { c.def_.tags.push_back(std::move(tag)); }); }
+  Case with_grad() const {
+    return with([](Case& c) { c.def_.differentiable = true; });
+  }
+  Case tag(std::string tag) const {
+    return with([&](Case& c) { c.def_.tags.push_back(std::move(tag)); });
+  }
   // An output that is an index, checked by what it selects (see IndexOf).
-  Case index(IndexOf index) const { return with([&](Case& c) { c.def_.indices.push_back(std::move(index)); }); }
+  Case index(IndexOf index) const {
+    return with([&](Case& c) { c.def_.indices.push_back(std::move(index)); });
+  }
   // A case far larger than the rest (past 2^24 elements or 2^16 channels): tagged "large", which
   // only --all selects, with its inputs as declared in one variant named "large".
   Case large() const { return tag("large").variants({Variant::large()}); }
-  Case args(std::vector<Arg> args) const { return with([&](Case& c) { c.def_.args = std::move(args); }); }
-  Case dtypes(DTypes dtypes) const { return with([&](Case& c) { c.coverage_.dtypes = std::move(dtypes); }); }
+  Case args(std::vector<Arg> args) const {
+    return with([&](Case& c) { c.def_.args = std::move(args); });
+  }
+  Case dtypes(DTypes dtypes) const {
+    return with([&](Case& c) { c.coverage_.dtypes = std::move(dtypes); });
+  }
   // Every dtype gets `variants`, or float32 `variants` and the other dtypes `others`.
   Case variants(Variants variants, Variants others = {}) const {
-    return with([&](Case& c) { c.coverage_.variants = std::move(variants); c.coverage_.others = std::move(others); });
+    return with([&](Case& c) {
+      c.coverage_.variants = std::move(variants);
+      c.coverage_.others = std::move(others);
+    });
   }
 
   void add() const { add_op(*catalog_, def_, coverage_); }
@@ -280,11 +306,23 @@ class Family {
   Family(Catalog& catalog, std::string name) : catalog_(&catalog) { defaults_.family = std::move(name); }
 
   // Default: the family's own name.
-  Family& tolerance(std::string family) { defaults_.tolerance = std::move(family); return *this; }
-  Family& no_grad() { defaults_.differentiable = false; return *this; }
+  Family& tolerance(std::string family) {
+    defaults_.tolerance = std::move(family);
+    return *this;
+  }
+  Family& no_grad() {
+    defaults_.differentiable = false;
+    return *this;
+  }
   // Random ops: fn returns {statistics, their standard errors} (OpDef::statistics, SampleStats).
-  Family& statistics() { defaults_.statistics = true; return *this; }
-  Family& dtypes(DTypes dtypes) { coverage_.dtypes = std::move(dtypes); return *this; }
+  Family& statistics() {
+    defaults_.statistics = true;
+    return *this;
+  }
+  Family& dtypes(DTypes dtypes) {
+    coverage_.dtypes = std::move(dtypes);
+    return *this;
+  }
   // Every dtype gets `variants`, or float32 `variants` and the other dtypes `others`.
   Family& variants(Variants variants, Variants others = {}) {
     coverage_.variants = std::move(variants);
@@ -292,7 +330,10 @@ class Family {
     return *this;
   }
   // Applied to every case's args as it is declared (e.g. weights drawn like a module's init).
-  Family& prepare(std::function<void(std::vector<Arg>&)> prepare) { prepare_ = std::move(prepare); return *this; }
+  Family& prepare(std::function<void(std::vector<Arg>&)> prepare) {
+    prepare_ = std::move(prepare);
+    return *this;
+  }
 
   // A case: the op `name` over `args`, in C++ (`fn`: of the args, or of the first arg alone, giving
   // one tensor or several) and in Python (`python`, an expression over the arg names).

@@ -25,11 +25,11 @@
 namespace mpscheck {
 
 // Bump when Workload, Instance, Placement, Setup, Output or PluginDescriptor change layout.
-inline constexpr std::uint32_t kPluginApiVersion = 6;  // 2: Placement::round_inputs_to, Instance::trace_layers;
-                                                       // 3: Output's index and standard-error metadata;
-                                                       // 4: Instance::layer_call;
-                                                       // 5: Workload::input_shapes, with_input_shapes;
-                                                       // 6: InputShape::layout, Workload::with_inputs
+inline constexpr std::uint32_t kPluginApiVersion = 6;      // 2: Placement::round_inputs_to, Instance::trace_layers;
+                                                           // 3: Output's index and standard-error metadata;
+                                                           // 4: Instance::layer_call;
+                                                           // 5: Workload::input_shapes, with_input_shapes;
+                                                           // 6: InputShape::layout, Workload::with_inputs
 inline constexpr std::uint32_t kPluginMagic = 0x4d505343;  // "MPSC"
 
 // Everything a plugin creates, handed to the host in one piece.
@@ -78,21 +78,24 @@ inline void create_plugin_catalog(Catalog& catalog) {
 #define MPSCHECK_CONCAT(a, b) MPSCHECK_CONCAT_INNER(a, b)
 
 // Declares a function `void fn(mpscheck::Catalog& catalog)` that adds workloads to the plugin.
-#define MPSCHECK_CATALOG(fn)                                                             \
-  static void fn(::mpscheck::Catalog& catalog);                                          \
-  static const ::mpscheck::CatalogRegistration MPSCHECK_CONCAT(mpscheck_registration_,   \
-                                                               __LINE__){&fn};           \
+#define MPSCHECK_CATALOG(fn)                                                                           \
+  static void fn(::mpscheck::Catalog& catalog);                                                        \
+  static const ::mpscheck::CatalogRegistration MPSCHECK_CONCAT(mpscheck_registration_, __LINE__){&fn}; \
   static void fn([[maybe_unused]] ::mpscheck::Catalog& catalog)
 
 // Exports the plugin descriptor. Use once per plugin module.
-#define MPSCHECK_PLUGIN(NAME, VERSION)                                                         \
-  namespace mpscheck_plugin_export {                                                           \
-  const ::mpscheck::PluginDescriptor* mpscheck_plugin_descriptor() {                           \
-    static const ::mpscheck::PluginDescriptor descriptor = {                                   \
-        ::mpscheck::kPluginMagic, ::mpscheck::kPluginApiVersion, TORCH_VERSION_MAJOR,         \
-        TORCH_VERSION_MINOR,      NAME,                          VERSION,                     \
-        &::mpscheck::create_plugin_catalog, {}};                                               \
-    return &descriptor;                                                                        \
-  }                                                                                            \
-  BOOST_DLL_ALIAS(mpscheck_plugin_export::mpscheck_plugin_descriptor, mpscheck_plugin)        \
+#define MPSCHECK_PLUGIN(NAME, VERSION)                                                          \
+  namespace mpscheck_plugin_export {                                                            \
+  const ::mpscheck::PluginDescriptor* mpscheck_plugin_descriptor() {                            \
+    static const ::mpscheck::PluginDescriptor descriptor = {::mpscheck::kPluginMagic,           \
+                                                            ::mpscheck::kPluginApiVersion,      \
+                                                            TORCH_VERSION_MAJOR,                \
+                                                            TORCH_VERSION_MINOR,                \
+                                                            NAME,                               \
+                                                            VERSION,                            \
+                                                            &::mpscheck::create_plugin_catalog, \
+                                                            {}};                                \
+    return &descriptor;                                                                         \
+  }                                                                                             \
+  BOOST_DLL_ALIAS(mpscheck_plugin_export::mpscheck_plugin_descriptor, mpscheck_plugin)          \
   }

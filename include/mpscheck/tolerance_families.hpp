@@ -12,11 +12,11 @@ namespace mpscheck {
 inline constexpr std::string_view kToleranceFamilies[] = {
     "elementwise",  // one rounding per element: the default
     "activation",   // libm-style functions (exp, erf, tanh, ...)
-    "conv", "matmul", "linalg", "reduction", "softmax", "norm", "pool", "indexing", "loss", "attention",
-    "recurrent", "fft",
+    "conv",        "matmul",   "linalg", "reduction", "softmax",   "norm",
+    "pool",        "indexing", "loss",   "attention", "recurrent", "fft",
     "random",  // statistics of samples (OpDef::statistics)
     "shape",   // pure data movement: exact
-    "model", "train",
+    "model",       "train",
 };
 
 constexpr bool is_tolerance_family(std::string_view family) {

@@ -23,8 +23,8 @@ enum class Recommendation { None, Accelerate, KeepOnCpu, Blocked, ReduceMemory }
 namespace names {
 // The names as they appear in reports, JSON and the console; index = enum value.
 inline constexpr const char* kKind[] = {"op", "model", "probe"};
-inline constexpr const char* kStatus[] = {"pass", "mismatch", "nan",  "unsupported", "error",
-                                          "crash", "timeout", "skip", "fallback", "memory"};
+inline constexpr const char* kStatus[] = {"pass",  "mismatch", "nan",  "unsupported", "error",
+                                          "crash", "timeout",  "skip", "fallback",    "memory"};
 inline constexpr const char* kSpeedClass[] = {"", "faster", "similar", "slower"};
 inline constexpr const char* kRecommendation[] = {"", "accelerate", "keep on CPU", "blocked", "reduce memory"};
 

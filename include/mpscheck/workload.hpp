@@ -126,7 +126,9 @@ class BOOST_SYMBOL_VISIBLE Instance {
   // of a model finding. A layer may run several times in a pass (DCGAN's D scores real images,
   // then fakes twice); its k-th call is the k-th output of that name in trace_layers().
   virtual LayerCall layer_call(const std::string& layer, int call) {
-    return {{}, {}, "this case cannot capture one call of its layers (" + layer + ", call " + std::to_string(call + 1) + ")"};
+    return {{},
+            {},
+            "this case cannot capture one call of its layers (" + layer + ", call " + std::to_string(call + 1) + ")"};
   }
 };
 

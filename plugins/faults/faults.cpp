@@ -22,9 +22,15 @@ struct FaultSpec {
 };
 
 const FaultSpec kFaults[] = {
-    {"healthy", Fault::None},         {"segfault", Fault::Segfault}, {"abort", Fault::Abort},
-    {"terminate", Fault::Terminate},  {"hang", Fault::Hang},         {"throw", Fault::Throw},
-    {"unsupported", Fault::Unsupported}, {"nan", Fault::Nan},        {"wrong", Fault::Wrong},
+    {"healthy", Fault::None},
+    {"segfault", Fault::Segfault},
+    {"abort", Fault::Abort},
+    {"terminate", Fault::Terminate},
+    {"hang", Fault::Hang},
+    {"throw", Fault::Throw},
+    {"unsupported", Fault::Unsupported},
+    {"nan", Fault::Nan},
+    {"wrong", Fault::Wrong},
     {"slow", Fault::Slow},
     // The CPU reference waits 2 ms per iteration without computing: what a reference preempted by
     // other work on a busy machine looks like. Its target is not faster, and must not be called so.
@@ -42,8 +48,8 @@ class FaultInstance final : public Instance {
  public:
   FaultInstance(Fault fault, const Setup& setup, const Placement& where)
       : fault_(fault == Fault::StalledReference ? (where.side == Side::Reference ? fault : Fault::None)
-               : where.side == Side::Target       ? fault
-                                                  : Fault::None) {
+               : where.side == Side::Target     ? fault
+                                                : Fault::None) {
     at::Generator gen = at::detail::createCPUGenerator(setup.seed);
     x_ = at::randn({256}, gen, at::kFloat).to(where.device, where.dtype);
   }
@@ -51,17 +57,29 @@ class FaultInstance final : public Instance {
   Outputs run() override {
     at::Tensor out = compute();
     switch (fault_) {
-      case Fault::Segfault: std::raise(SIGSEGV); break;
-      case Fault::Abort: std::abort();
-      case Fault::Terminate: std::terminate();
+      case Fault::Segfault:
+        std::raise(SIGSEGV);
+        break;
+      case Fault::Abort:
+        std::abort();
+      case Fault::Terminate:
+        std::terminate();
       case Fault::Hang:
         for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
-      case Fault::Throw: throw std::runtime_error("planted failure: the kernel raised an unexpected error");
+      case Fault::Throw:
+        throw std::runtime_error("planted failure: the kernel raised an unexpected error");
       case Fault::Unsupported:
         throw std::runtime_error("planted: \"faulty_kernel\" not implemented for 'Float' on this device");
-      case Fault::Nan: out = out.clone(); out[3] = std::nan(""); break;
-      case Fault::Wrong: out = out.clone(); out[7] = out[7] + wrong_by(); break;
-      default: break;
+      case Fault::Nan:
+        out = out.clone();
+        out[3] = std::nan("");
+        break;
+      case Fault::Wrong:
+        out = out.clone();
+        out[7] = out[7] + wrong_by();
+        break;
+      default:
+        break;
     }
     return {{"out", out}};
   }

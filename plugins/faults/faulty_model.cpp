@@ -14,7 +14,8 @@ class FaultyMlpInstance final : public Instance {
       : planted_(where.side == Side::Target), round_(where.round_inputs_to) {
     at::Generator gen = at::detail::createCPUGenerator(setup.seed);
     for (auto [in, out] : {std::pair<int64_t, int64_t>{32, 64}, {64, 64}, {64, 8}})
-      weights_.push_back(rounded(at::randn({out, in}, gen, at::kFloat) / std::sqrt(static_cast<double>(in))).to(where.device, where.dtype));
+      weights_.push_back(rounded(at::randn({out, in}, gen, at::kFloat) / std::sqrt(static_cast<double>(in)))
+                             .to(where.device, where.dtype));
     x_ = rounded(at::randn({16, 32}, gen, at::kFloat)).to(where.device, where.dtype);
   }
 

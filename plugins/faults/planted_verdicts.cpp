@@ -120,8 +120,7 @@ const std::vector<PlantSpec>& plants() {
       {"op/faults/localised/f16", c10::kHalf, "model", false, localised([](double) { return 1.0; })},
       {"op/faults/localised_100ulp/bf16", c10::kBFloat16, "model", false,
        localised([](double v) { return bf16_ulps(v, 100); })},
-      {"op/faults/index_off_by_one/bf16", c10::kBFloat16, "reduction", false,
-       indices([](at::Tensor i) {
+      {"op/faults/index_off_by_one/bf16", c10::kBFloat16, "reduction", false, indices([](at::Tensor i) {
          i[4095] += 1;
          return i;
        })},
@@ -165,8 +164,9 @@ const std::vector<PlantSpec>& plants() {
       {"op/faults/fallback", c10::kFloat, "elementwise", false,
        [](const Setup& setup, const Placement& where, int) {
          if (on_target(where))
-           TORCH_WARN("The operator 'aten::planted_op' is not currently supported on the MPS backend and will fall "
-                      "back to run on the CPU. This may have performance implications.");
+           TORCH_WARN(
+               "The operator 'aten::planted_op' is not currently supported on the MPS backend and will fall "
+               "back to run on the CPU. This may have performance implications.");
          return Outputs{{"out", seeded_randn(setup, {64}, where) * 3}};
        }},
       // Invalid bytes and a message far past any length limit, in multi-byte characters, in an

@@ -27,35 +27,35 @@ namespace {
 // (A function, not a global: the device's static initialisers read the switchboard.)
 const std::set<std::string>& known_classes() {
   static const std::set<std::string> classes = {
-    "transposed",      // gelu wrong only for non-contiguous inputs (pytorch#78511, #131736, #175187)
-    "size-threshold",  // addmm (Linear with bias) wrong from batch 9 (pytorch#109457)
-    "partial-tile",    // bmm: the last partial 16-column tile left zero
-    "int64-as-int32",  // sum/cumsum of int64 accumulated in int32
-    "bool-sum",        // sum of a bool tensor accumulated in uint8 (pytorch#125318's class)
-    "softmax-f16",     // float16 softmax without the max subtraction: NaN on long rows (pytorch#96602)
-    "unsupported-dtype",  // erf not implemented for bfloat16
-    "fallback",        // erfinv runs on the CPU with PyTorch's MPS fallback warning
-    "sync-error",      // hypot's error surfaces only at the next synchronize
-    "abort",           // logit aborts inside the kernel
-    "hang",            // logaddexp never returns
-    "oom-small",       // every allocation fails (the GitHub-hosted macOS runner symptom)
-    "backward",        // threshold_backward (ReLU's backward) wrong while the forward is right
-    "index-no-raise",  // index_select zero-fills out-of-range indices instead of raising
-    "nondeterministic",  // scatter_add loses a random update on every call (a race)
-    "slow",            // convolution ten times slower than the CPU
-    "sync-hang",       // synchronize never returns (a device that hangs: the probe's deadline)
-    // Subtle classes: each is within a few units of rounding per element, or on few elements.
-    "scale",           // float16/bfloat16 conv, matmul and softmax outputs 3% too large (a wrong scale)
-    "small-elements",  // exp 1.5x too large where its result is below 0.125 (a bad polynomial range)
-    "train-step",      // the optimizer's in-place update of a parameter 10% short
-    "rng-outliers",    // normal_ puts 0.01% of its samples at +-50 (a broken tail of the sampler)
-    "ulp-noise",       // the honest control: arithmetic, exp, softmax and matmul round the other way near a
-                       // midpoint; convolutions and float32 matmuls a unit either way
-    // Shape classes: no fixed case's shape reaches them; `mpscheck explore` must (README, "Explore").
-    "k-threshold",     // mm: one output element 5% of the output's RMS off from an inner dimension K >= 10000
-    "size-2^n",        // softplus: the last element of each row wrong when rows are a power of two >= 2048 long
-    // Layout class: no fixed case's layout reaches it; `mpscheck explore`'s layout variants must.
-    "offset",          // avg_pool2d: a channels_last input at an odd storage offset read one element early
+      "transposed",         // gelu wrong only for non-contiguous inputs (pytorch#78511, #131736, #175187)
+      "size-threshold",     // addmm (Linear with bias) wrong from batch 9 (pytorch#109457)
+      "partial-tile",       // bmm: the last partial 16-column tile left zero
+      "int64-as-int32",     // sum/cumsum of int64 accumulated in int32
+      "bool-sum",           // sum of a bool tensor accumulated in uint8 (pytorch#125318's class)
+      "softmax-f16",        // float16 softmax without the max subtraction: NaN on long rows (pytorch#96602)
+      "unsupported-dtype",  // erf not implemented for bfloat16
+      "fallback",           // erfinv runs on the CPU with PyTorch's MPS fallback warning
+      "sync-error",         // hypot's error surfaces only at the next synchronize
+      "abort",              // logit aborts inside the kernel
+      "hang",               // logaddexp never returns
+      "oom-small",          // every allocation fails (the GitHub-hosted macOS runner symptom)
+      "backward",           // threshold_backward (ReLU's backward) wrong while the forward is right
+      "index-no-raise",     // index_select zero-fills out-of-range indices instead of raising
+      "nondeterministic",   // scatter_add loses a random update on every call (a race)
+      "slow",               // convolution ten times slower than the CPU
+      "sync-hang",          // synchronize never returns (a device that hangs: the probe's deadline)
+      // Subtle classes: each is within a few units of rounding per element, or on few elements.
+      "scale",           // float16/bfloat16 conv, matmul and softmax outputs 3% too large (a wrong scale)
+      "small-elements",  // exp 1.5x too large where its result is below 0.125 (a bad polynomial range)
+      "train-step",      // the optimizer's in-place update of a parameter 10% short
+      "rng-outliers",    // normal_ puts 0.01% of its samples at +-50 (a broken tail of the sampler)
+      "ulp-noise",       // the honest control: arithmetic, exp, softmax and matmul round the other way near a
+                         // midpoint; convolutions and float32 matmuls a unit either way
+      // Shape classes: no fixed case's shape reaches them; `mpscheck explore` must (README, "Explore").
+      "k-threshold",  // mm: one output element 5% of the output's RMS off from an inner dimension K >= 10000
+      "size-2^n",     // softplus: the last element of each row wrong when rows are a power of two >= 2048 long
+      // Layout class: no fixed case's layout reaches it; `mpscheck explore`'s layout variants must.
+      "offset",  // avg_pool2d: a channels_last input at an odd storage offset read one element early
   };
   return classes;
 }
@@ -129,7 +129,7 @@ bool is_matmul(const c10::OperatorHandle& op) {
 // (round_other_way), and a float32 matmul, which accumulates in another order, is a unit off either
 // way wherever its result is not exact.
 bool is_noisy(const c10::OperatorHandle& op) {
-  static const std::set<std::string> ops = {"aten::add", "aten::sub", "aten::mul",   "aten::div", "aten::exp",
+  static const std::set<std::string> ops = {"aten::add", "aten::sub",   "aten::mul", "aten::div",     "aten::exp",
                                             "aten::mm",  "aten::addmm", "aten::bmm", "aten::_softmax"};
   const auto& name = op.schema().operator_name();
   // Floor and trunc division give integers: exact, or a whole unit off, never a rounding unit.
@@ -139,7 +139,7 @@ bool is_noisy(const c10::OperatorHandle& op) {
 // p.add_(d, -lr), p.addcdiv_(m, v, -step)... reach a device without their kernels as the out=
 // variant with the parameter as `out`. Undefined for any other op.
 at::Tensor updated_tensor(const c10::OperatorHandle& op, const Stack& s) {
-  static const std::set<std::string> ops = {"aten::add", "aten::sub", "aten::mul", "aten::div",
+  static const std::set<std::string> ops = {"aten::add",     "aten::sub",     "aten::mul", "aten::div",
                                             "aten::addcdiv", "aten::addcmul", "aten::lerp"};
   const auto& name = op.schema().operator_name();
   if (!ops.count(name.name) && !ops.count(name.name.substr(0, name.name.size() - 1))) return {};
@@ -160,9 +160,12 @@ void nudge_units(at::Tensor& host) {
   bits.add_(at::where(finite, sign, at::zeros_like(sign)));
 }
 void add_ulp_noise(at::Tensor& host) {
-  if (host.scalar_type() == at::kFloat) nudge_units<int32_t>(host);
-  else if (host.scalar_type() == at::kDouble) nudge_units<int64_t>(host);
-  else if (is_reduced(host.scalar_type())) nudge_units<int16_t>(host);
+  if (host.scalar_type() == at::kFloat)
+    nudge_units<int32_t>(host);
+  else if (host.scalar_type() == at::kDouble)
+    nudge_units<int64_t>(host);
+  else if (is_reduced(host.scalar_type()))
+    nudge_units<int16_t>(host);
 }
 
 // The same op on the host with every floating tensor argument widened (float16/bfloat16 to
@@ -209,8 +212,10 @@ void round_other_way(at::Tensor& host, const at::Tensor& exact) {
 void round_faithfully(at::Tensor& host, const at::Tensor& exact) {
   if (!exact.defined() || exact.sizes() != host.sizes()) return;
   const at::Tensor e = exact.contiguous();
-  if (host.scalar_type() == at::kFloat && e.scalar_type() == at::kDouble) round_other_way<int32_t>(host, e);
-  else if (is_reduced(host.scalar_type()) && e.scalar_type() == at::kFloat) round_other_way<int16_t>(host, e);
+  if (host.scalar_type() == at::kFloat && e.scalar_type() == at::kDouble)
+    round_other_way<int32_t>(host, e);
+  else if (is_reduced(host.scalar_type()) && e.scalar_type() == at::kFloat)
+    round_other_way<int16_t>(host, e);
 }
 
 }  // namespace
@@ -290,12 +295,14 @@ std::optional<bool> run_failure_classes(const c10::OperatorHandle& op, Stack* s)
   }
   if (planted("unsupported-dtype") && is(op, "aten::erf")) {
     if (arg(op, *s, 0).toTensor().scalar_type() != at::kBFloat16) return false;
-    TORCH_CHECK_NOT_IMPLEMENTED(false, "The operator 'aten::erf.out' is not currently implemented for the sim device "
-                                       "for BFloat16 inputs.");
+    TORCH_CHECK_NOT_IMPLEMENTED(false,
+                                "The operator 'aten::erf.out' is not currently implemented for the sim device "
+                                "for BFloat16 inputs.");
   }
   if (planted("fallback") && is(op, "aten::erfinv")) {
-    TORCH_WARN("The operator 'aten::erfinv.out' is not currently supported on the MPS backend and will fall back to "
-               "run on the CPU. This may have performance implications.");
+    TORCH_WARN(
+        "The operator 'aten::erfinv.out' is not currently supported on the MPS backend and will fall back to "
+        "run on the CPU. This may have performance implications.");
     return false;
   }
   if (planted("sync-error") && is(op, "aten::hypot")) {
@@ -360,9 +367,7 @@ std::optional<bool> run_subtle_classes(const c10::OperatorHandle& op, Stack* s) 
     if (!self.defined() || !self.requires_grad() || !self.is_leaf() || !c10::isFloatingType(self.scalar_type()))
       return false;
     const at::Tensor before = to_host(self).to(at::kFloat);
-    run_then_edit(op, s, [&](at::Tensor& host) {
-      host.copy_(before + 0.9 * (host.to(at::kFloat) - before));
-    });
+    run_then_edit(op, s, [&](at::Tensor& host) { host.copy_(before + 0.9 * (host.to(at::kFloat) - before)); });
     return true;
   }
   if (planted("rng-outliers") && (is(op, "aten::normal_") || is(op, "aten::normal"))) {

@@ -70,8 +70,7 @@ Block* block_of(const void* p) {
 }
 
 void protect(Block* b, int prot) {
-  if (::mprotect(b->base, b->mapped, prot) != 0)
-    TORCH_CHECK(false, "sim: mprotect failed: ", std::strerror(errno));
+  if (::mprotect(b->base, b->mapped, prot) != 0) TORCH_CHECK(false, "sim: mprotect failed: ", std::strerror(errno));
 }
 
 void release(void* ctx) {
@@ -232,8 +231,8 @@ C10_REGISTER_GUARD_IMPL(PrivateUse1, Guard);
 constexpr c10::DispatchKeySet kSimKeys(c10::DispatchKey::PrivateUse1);
 
 at::Tensor empty_memory_format(c10::IntArrayRef size, std::optional<c10::ScalarType> dtype,
-                               std::optional<c10::Layout> layout, std::optional<c10::Device>,
-                               std::optional<bool>, std::optional<c10::MemoryFormat> format) {
+                               std::optional<c10::Layout> layout, std::optional<c10::Device>, std::optional<bool>,
+                               std::optional<c10::MemoryFormat> format) {
   TORCH_CHECK(c10::layout_or_default(layout) == c10::Layout::Strided, "sim: only strided tensors");
   return at::detail::empty_generic(size, &g_allocator, kSimKeys, c10::dtype_or_default(dtype), format);
 }
@@ -329,7 +328,8 @@ auto timed_kernel(Fn fn) {
 at::Tensor convolution(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias,
                        c10::SymIntArrayRef stride, c10::SymIntArrayRef padding, c10::SymIntArrayRef dilation,
                        bool transposed, c10::SymIntArrayRef output_padding, c10::SymInt groups) {
-  const std::optional<at::Tensor> host_bias = bias && bias->defined() ? std::optional<at::Tensor>(to_host(*bias)) : std::nullopt;
+  const std::optional<at::Tensor> host_bias =
+      bias && bias->defined() ? std::optional<at::Tensor>(to_host(*bias)) : std::nullopt;
   const at::Tensor in = to_host(input), w = to_host(weight);
   at::Tensor out = timed_kernel([&] {
     return at::convolution_symint(in, w, host_bias, stride, padding, dilation, transposed, output_padding, groups);

@@ -33,15 +33,15 @@ at::Tensor back(const at::Tensor& host, const at::Tensor& like) {
   return host.contiguous().to(like.device(), like.scalar_type());
 }
 
-void check_gates(const char* op, const at::Tensor& input_gates, const at::Tensor& hidden_gates,
-                 const at::Tensor& state, const std::optional<at::Tensor>& input_bias,
-                 const std::optional<at::Tensor>& hidden_bias, int64_t factor) {
+void check_gates(const char* op, const at::Tensor& input_gates, const at::Tensor& hidden_gates, const at::Tensor& state,
+                 const std::optional<at::Tensor>& input_bias, const std::optional<at::Tensor>& hidden_bias,
+                 int64_t factor) {
   TORCH_CHECK(input_gates.dim() == 2 && state.dim() == 2, op, ": gates and state must be 2-D, got ",
               input_gates.sizes(), " and ", state.sizes());
   TORCH_CHECK(input_gates.sizes() == hidden_gates.sizes(), op, ": input gates ", input_gates.sizes(),
               " and hidden gates ", hidden_gates.sizes(), " differ");
-  TORCH_CHECK(input_gates.size(0) == state.size(0) && input_gates.size(1) == factor * state.size(1), op,
-              ": gates ", input_gates.sizes(), " do not hold ", factor, " gates for state ", state.sizes());
+  TORCH_CHECK(input_gates.size(0) == state.size(0) && input_gates.size(1) == factor * state.size(1), op, ": gates ",
+              input_gates.sizes(), " do not hold ", factor, " gates for state ", state.sizes());
   TORCH_CHECK(given(input_bias) == given(hidden_bias), op, ": give both biases or neither");
   for (const auto* bias : {&input_bias, &hidden_bias})
     if (given(*bias))
@@ -71,8 +71,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> fused_lstm_cell_backward(const st
                                                                         const at::Tensor& cx, const at::Tensor& cy,
                                                                         const at::Tensor& workspace, bool has_bias) {
   if (!given(grad_hy) && !given(grad_cy)) return {};
-  TORCH_CHECK(cx.dim() == 2 && cx.sizes() == cy.sizes() && workspace.dim() == 2 &&
-                  workspace.size(0) == cx.size(0) && workspace.size(1) == 4 * cx.size(1),
+  TORCH_CHECK(cx.dim() == 2 && cx.sizes() == cy.sizes() && workspace.dim() == 2 && workspace.size(0) == cx.size(0) &&
+                  workspace.size(1) == 4 * cx.size(1),
               "_thnn_fused_lstm_cell_backward_impl: cx ", cx.sizes(), ", cy ", cy.sizes(), " and workspace ",
               workspace.sizes(), " do not fit together");
   const auto gates = widen(workspace).chunk(4, 1);
@@ -81,9 +81,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> fused_lstm_cell_backward(const st
   const at::Tensor dh = given(grad_hy) ? widen(*grad_hy) : at::zeros_like(tanh_cy);
   at::Tensor dc = dh * o * (1 - tanh_cy * tanh_cy);
   if (given(grad_cy)) dc = dc + widen(*grad_cy);
-  const at::Tensor grad_gates = at::cat({dc * g * (1 - i) * i, dc * widen(cx) * (1 - f) * f, dc * i * (1 - g * g),
-                                         dh * tanh_cy * (1 - o) * o},
-                                        1);
+  const at::Tensor grad_gates = at::cat(
+      {dc * g * (1 - i) * i, dc * widen(cx) * (1 - f) * f, dc * i * (1 - g * g), dh * tanh_cy * (1 - o) * o}, 1);
   const at::Tensor grad_bias = has_bias ? back(grad_gates.sum(0), workspace) : at::Tensor();
   return {back(grad_gates, workspace), back(dc * f, cx), grad_bias};
 }

@@ -33,7 +33,8 @@ std::string read_text_file(const std::string& path) {
 
 CommandResult run_shell(const std::string& command, const std::string& cwd) {
   const std::string out = cwd + "/.stdout", err = cwd + "/.stderr";
-  const std::string line = "cd " + quote(cwd) + " && (" + command + ") >" + quote(out) + " 2>" + quote(err) + " </dev/null";
+  const std::string line =
+      "cd " + quote(cwd) + " && (" + command + ") >" + quote(out) + " 2>" + quote(err) + " </dev/null";
   const int status = std::system(line.c_str());
   CommandResult r;
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);

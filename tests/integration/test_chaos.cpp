@@ -99,16 +99,28 @@ std::pair<int, long> run_measuring_memory(const std::vector<std::string>& args, 
 }
 
 std::vector<std::string> tiny_args() {
-  return {"--no-default-plugins", "--plugin-dir", fixtures_dir() + "/fixture_hardening", "--filter",
-          "^op/hardening/tiny/", "--target", "cpu", "--quick", "--min-time", "0"};
+  return {"--no-default-plugins",
+          "--plugin-dir",
+          fixtures_dir() + "/fixture_hardening",
+          "--filter",
+          "^op/hardening/tiny/",
+          "--target",
+          "cpu",
+          "--quick",
+          "--min-time",
+          "0"};
 }
 
 }  // namespace
 
 TEST(Chaos, SigkillAtFiveRandomPointsThenResumeGivesTheUninterruptedResult) {
-  const std::vector<std::string> args = {"--plugin-dir", test_plugins_dir(), "--filter",
-                                         "^op/faults/|^op/activation/gelu/|^op/shape/cat/f32/contiguous",
-                                         "--target", "cpu", "--quick", "--timeout", "10", "--min-time", "0.01"};
+  const std::vector<std::string> args = {
+      "--plugin-dir", test_plugins_dir(),
+      "--filter",     "^op/faults/|^op/activation/gelu/|^op/shape/cat/f32/contiguous",
+      "--target",     "cpu",
+      "--quick",      "--timeout",
+      "10",           "--min-time",
+      "0.01"};
   const std::string clean = fresh_dir("chaos-clean");
   const auto t0 = Clock::now();
   const int clean_exit = wait_exit_code(spawn_mpscheck(args, clean, {}, clean + "/host.log"));

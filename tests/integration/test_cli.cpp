@@ -17,9 +17,12 @@ TEST(CommandLine, MissingTargetExitsThreeListingWhatExists) {
 }
 
 TEST(CommandLine, BadFlagsExitTwoWithOneLine) {
-  for (const std::vector<std::string>& args :
-       {std::vector<std::string>{"--all", "--bogus"}, {"--all", "--target", "cpu:int3"}, {"--all", "--timeout", "-1"},
-        {"--filter", "[unclosed"}, {}, {"--all", "--plugin-dir", "/no/such/dir"}}) {
+  for (const std::vector<std::string>& args : {std::vector<std::string>{"--all", "--bogus"},
+                                               {"--all", "--target", "cpu:int3"},
+                                               {"--all", "--timeout", "-1"},
+                                               {"--filter", "[unclosed"},
+                                               {},
+                                               {"--all", "--plugin-dir", "/no/such/dir"}}) {
     const auto r = run_mpscheck(args, fresh_dir("cli-bad"));
     EXPECT_EQ(r.exit_code, 2) << r.err;
     EXPECT_EQ(count_lines(r.err), 1) << r.err;
@@ -50,7 +53,8 @@ TEST(CommandLine, ListPrintsIdsWithTagsAndRunsNothing) {
 
 TEST(CommandLine, HealthyRunExitsZeroWithAFullReport) {
   const std::string dir = fresh_dir("cli-healthy");
-  const auto r = run_mpscheck({"--filter", "op/shape/cat/f32|model/mlp/", "--target", "cpu", "--quick", "--json", "out/r.json"}, dir);
+  const auto r = run_mpscheck(
+      {"--filter", "op/shape/cat/f32|model/mlp/", "--target", "cpu", "--quick", "--json", "out/r.json"}, dir);
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   const auto report = read_json_file(dir + "/out/r.json");
   EXPECT_EQ(report["schema_version"], 1);

@@ -15,8 +15,18 @@ int count_of(const std::string& text, const std::string& what) {
 
 std::vector<std::string> args() {
   // In id order: cuda_717, dtype, fallback, float64, healthy, shape; one worker's log to count in.
-  return {"--no-default-plugins", "--plugin-dir", fixtures_dir() + "/fixture_error_messages", "--filter", "^op/errors/",
-          "--target", "cpu", "--quick", "--min-time", "0", "--jobs", "1"};
+  return {"--no-default-plugins",
+          "--plugin-dir",
+          fixtures_dir() + "/fixture_error_messages",
+          "--filter",
+          "^op/errors/",
+          "--target",
+          "cpu",
+          "--quick",
+          "--min-time",
+          "0",
+          "--jobs",
+          "1"};
 }
 }  // namespace
 

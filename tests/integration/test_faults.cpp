@@ -12,11 +12,11 @@ class FaultRun : public ::testing::Test {
   static void SetUpTestSuite() {
     dir_ = new std::string(fresh_dir("faults"));
     // Healthy real ops sort before and after the faults (op/activation < op/faults < op/shape).
-    result_ = new CommandResult(run_mpscheck({"--filter", "op/faults/|op/activation/gelu/f32/contiguous|op/shape/cat/f32/contiguous",
-                                              "--plugin-dir", test_plugins_dir(), "--target", "cpu", "--quick",
-                                              "--timeout", "10", "--min-time", "0.02", "--junit", "r.xml",
-                                              "--markdown", "r.md", "--html", "r.html"},
-                                             *dir_));
+    result_ = new CommandResult(
+        run_mpscheck({"--filter", "op/faults/|op/activation/gelu/f32/contiguous|op/shape/cat/f32/contiguous",
+                      "--plugin-dir", test_plugins_dir(), "--target", "cpu", "--quick", "--timeout", "10", "--min-time",
+                      "0.02", "--junit", "r.xml", "--markdown", "r.md", "--html", "r.html"},
+                     *dir_));
     report_ = new nlohmann::json(read_json_file(*dir_ + "/mpscheck-report/report.json"));
     cases_ = new std::map<std::string, nlohmann::json>(cases_by_id(*report_));
   }
@@ -93,7 +93,8 @@ TEST_F(FaultRun, PlantedCatalogOpIsAMismatchOfThePlantedSize) {
       EXPECT_EQ(first["first_mismatch"], 5);
       EXPECT_NEAR(first["max_abs"].get<double>(), 0.25, 1e-5);
       // Only the first output carries the plant: the weight and bias gradients agree exactly.
-      for (size_t i = 1; i < c.at("outputs").size(); ++i) EXPECT_EQ(c.at("outputs").at(i).at("max_abs").get<double>(), 0.0);
+      for (size_t i = 1; i < c.at("outputs").size(); ++i)
+        EXPECT_EQ(c.at("outputs").at(i).at("max_abs").get<double>(), 0.0);
       EXPECT_EQ(c["attribution"], "target");
       EXPECT_EQ(c["recommendation"], "blocked");
     }
@@ -139,8 +140,10 @@ TEST_F(FaultRun, OneLocalisedWrongElementIsAMismatchNamingIt) {
     EXPECT_EQ(c.at("outputs").at(0).at("mismatches"), 1);
     EXPECT_EQ(c.at("outputs").at(0).at("first_mismatch"), 3 * 256 + 5);
     const std::string m = c["message"];
-    EXPECT_NE(m.find("1 of out's elements are off by more than float32 and the dtype's rounding allow, first at [3, 5]"),
-              std::string::npos) << m;
+    EXPECT_NE(
+        m.find("1 of out's elements are off by more than float32 and the dtype's rounding allow, first at [3, 5]"),
+        std::string::npos)
+        << m;
   }
 }
 
@@ -204,7 +207,8 @@ TEST_F(FaultRun, CpuFallbackWarningIsAFallbackNotAPass) {
   EXPECT_EQ(c["speedup"], 0.0);
   EXPECT_EQ(c["recommendation"], "keep on CPU");
   bool recorded = false;
-  for (const auto& w : c["warnings"]) recorded |= w.get<std::string>().rfind("target: The operator 'aten::planted_op'", 0) == 0;
+  for (const auto& w : c["warnings"])
+    recorded |= w.get<std::string>().rfind("target: The operator 'aten::planted_op'", 0) == 0;
   EXPECT_TRUE(recorded) << c["warnings"];
   EXPECT_EQ((*report_)["summary"]["fallback"], 1) << (*report_)["summary"];
   EXPECT_NE(result_->out.find("fallback"), std::string::npos);
@@ -238,7 +242,8 @@ TEST_F(FaultRun, InvalidUtf8AndOverlongMessagesStayValidEverywhere) {
   EXPECT_EQ(m.rfind("planted failure with invalid bytes \xEF\xBF\xBD", 0), 0u) << m;
   EXPECT_EQ(m.substr(m.size() - 3), "\xE2\x80\xA6");  // cut, and says so with an ellipsis
   EXPECT_LT(m.size(), 400u * 3);
-  EXPECT_NE(c.at("warnings").at(0).get<std::string>().find("stray byte \xEF\xBF\xBD"), std::string::npos) << c.at("warnings");
+  EXPECT_NE(c.at("warnings").at(0).get<std::string>().find("stray byte \xEF\xBF\xBD"), std::string::npos)
+      << c.at("warnings");
   for (const char* file : {"mpscheck-report/journal.jsonl", "mpscheck-report/report.json", "r.xml", "r.md", "r.html"}) {
     const std::string text = read_text_file(*dir_ + "/" + file);
     EXPECT_TRUE(valid_utf8_bytes(text)) << file;
@@ -254,7 +259,7 @@ TEST_F(FaultRun, InvalidUtf8AndOverlongMessagesStayValidEverywhere) {
 namespace {
 // Runs the faults plugin's models matching `filter` on the CPU target; a planted fault exits 1.
 std::map<std::string, nlohmann::json> run_planted_models(const std::string& filter, const std::string& name,
-                                                        const std::string& target = "cpu") {
+                                                         const std::string& target = "cpu") {
   const std::string dir = fresh_dir(name);
   const auto r = run_mpscheck({"--filter", filter, "--plugin-dir", test_plugins_dir(), "--no-default-plugins",
                                "--target", target, "--quick", "--min-time", "0"},

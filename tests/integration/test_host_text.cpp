@@ -19,8 +19,10 @@ const std::string kReplacement = "\xEF\xBF\xBD";  // U+FFFD
 TEST(HostText, ALatin1ReportFolderAndOutputPathGetTheirReports) {
   const std::string dir = fresh_dir("host-text-report-dir");
   const std::string report_dir = dir + "/r\xE9sultats\xFF";  // Latin-1 "é", and a byte no encoding has
-  const std::vector<std::string> args = {"--ops", "--filter", "^op/activation/relu/f32/contiguous/forward$", "--quick",
-                                         "--target", "cpu", "--min-time", "0", "--report-dir", report_dir};
+  const std::vector<std::string> args = {"--ops",      "--filter", "^op/activation/relu/f32/contiguous/forward$",
+                                         "--quick",    "--target", "cpu",
+                                         "--min-time", "0",        "--report-dir",
+                                         report_dir};
   auto r = run_mpscheck(args, dir);
   ASSERT_EQ(r.exit_code, 0) << r.err;  // was 134: nlohmann threw on the command line after every case had run
   // The report is where the bytes say, and it parses.
@@ -81,9 +83,10 @@ TEST(OneLibTorchHost, APluginLinkingAnotherLibTorchIsSkippedInOneLineNotACrash) 
   const std::string dir = fresh_dir("host-other-libtorch");
   const std::string plugin_dir = fixtures_dir() + "/fixture_links_other_libtorch";
   const auto r = run_mpscheck({"--no-default-plugins", "--plugin-dir", plugin_dir, "--list", "--all"}, dir);
-  EXPECT_EQ(r.exit_code, 0) << r.err;  // the fixture's fake libc10 aborts (134) if it is ever loaded
+  EXPECT_EQ(r.exit_code, 0) << r.err;         // the fixture's fake libc10 aborts (134) if it is ever loaded
   EXPECT_EQ(count_lines(r.err), 2) << r.err;  // the refusal, then "0 cases"
-  const std::string expected = "mpscheck: skipped plugin " + plugin_dir + "/fixture_links_other_libtorch.so: links "
+  const std::string expected = "mpscheck: skipped plugin " + plugin_dir +
+                               "/fixture_links_other_libtorch.so: links "
                                "libc10.so.1.13 (";
   EXPECT_EQ(r.err.rfind(expected, 0), 0u) << r.err;
   EXPECT_NE(r.err.find("another LibTorch than this mpscheck's ("), std::string::npos) << r.err;

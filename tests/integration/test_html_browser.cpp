@@ -22,8 +22,10 @@ std::string chromium() {
 
 std::string headless(const std::string& exe, const std::string& dir) {
   // A private profile and no background traffic: the page is a local file and nothing else loads.
-  return exe + " --headless --no-sandbox --disable-gpu --disable-background-networking --disable-component-update "
-               "--no-first-run --user-data-dir='" + dir + "/profile'";
+  return exe +
+         " --headless --no-sandbox --disable-gpu --disable-background-networking --disable-component-update "
+         "--no-first-run --user-data-dir='" +
+         dir + "/profile'";
 }
 
 }  // namespace
@@ -32,10 +34,10 @@ TEST(HtmlInBrowser, ChromiumRendersChartsAndTheFindingsTable) {
   const std::string exe = chromium();
   ASSERT_FALSE(exe.empty()) << "Chromium is not installed: scripts/install-deps.sh --with-test-tools installs it";
   const std::string dir = fresh_dir("html-browser");
-  const auto r = run_mpscheck({"--filter", "op/faults/(healthy|wrong|nan|unsupported|slow)$|op/shape/cat/f32/contiguous",
-                               "--plugin-dir", test_plugins_dir(), "--target", "cpu", "--quick", "--min-time", "0.02",
-                               "--html", "report.html"},
-                              dir);
+  const auto r = run_mpscheck(
+      {"--filter", "op/faults/(healthy|wrong|nan|unsupported|slow)$|op/shape/cat/f32/contiguous", "--plugin-dir",
+       test_plugins_dir(), "--target", "cpu", "--quick", "--min-time", "0.02", "--html", "report.html"},
+      dir);
   ASSERT_EQ(r.exit_code, 1) << r.err;
   const auto dom = run_shell(headless(exe, dir) + " --dump-dom 'file://" + dir + "/report.html' 2>/dev/null", dir);
   ASSERT_EQ(dom.exit_code, 0) << dom.err;
@@ -105,18 +107,21 @@ TEST(HtmlInBrowser, CellsMatrixLabelsWhereEachFindingAppears) {
   const std::string exe = chromium();
   ASSERT_FALSE(exe.empty()) << "Chromium is not installed: scripts/install-deps.sh --with-test-tools installs it";
   const std::string dir = fresh_dir("html-cells");
-  const std::vector<std::string> common{"--plugin-dir", test_plugins_dir(), "--no-default-plugins", "--target", "cpu",
-                                        "--quick", "--min-time", "0"};
+  const std::vector<std::string> common{"--plugin-dir", test_plugins_dir(), "--no-default-plugins", "--target",
+                                        "cpu",          "--quick",          "--min-time",           "0"};
   auto with = [&](std::vector<std::string> args) {
     args.insert(args.end(), common.begin(), common.end());
     return args;
   };
-  const auto a = run_mpscheck(with({"--filter", "op/faults/(healthy|wrong|nan|throw)$", "--json", "a.json", "--report-dir", "ra"}), dir);
+  const auto a = run_mpscheck(
+      with({"--filter", "op/faults/(healthy|wrong|nan|throw)$", "--json", "a.json", "--report-dir", "ra"}), dir);
   ASSERT_EQ(a.exit_code, 1) << a.err;
-  const auto b = run_mpscheck(with({"--filter", "op/faults/(healthy|wrong|nan)$", "--json", "b.json", "--report-dir", "rb"}), dir,
-                              {"MPSCHECK_FAULTS_WRONG_BY=0"});
+  const auto b =
+      run_mpscheck(with({"--filter", "op/faults/(healthy|wrong|nan)$", "--json", "b.json", "--report-dir", "rb"}), dir,
+                   {"MPSCHECK_FAULTS_WRONG_BY=0"});
   ASSERT_EQ(b.exit_code, 1) << b.err;
-  const auto m = run_mpscheck({"merge", "--cells", "image-a=a.json", "image-b=b.json", "-o", "cells.json", "--html", "cells.html"}, dir);
+  const auto m = run_mpscheck(
+      {"merge", "--cells", "image-a=a.json", "image-b=b.json", "-o", "cells.json", "--html", "cells.html"}, dir);
   EXPECT_EQ(m.exit_code, 1) << m.err;  // unexpected findings in the cells
   EXPECT_NE(m.out.find("cell-specific: op/faults/wrong (image-a mismatch, image-b pass)"), std::string::npos) << m.out;
   std::map<std::string, std::string> labels;
@@ -139,12 +144,14 @@ TEST(HtmlInBrowser, CellsMatrixLabelsWhereEachFindingAppears) {
   const auto row_end = page.find("</tr>", row);
   const std::string cells = page.substr(row, row_end - row);
   EXPECT_LT(cells.find(">mismatch<"), cells.find(">pass<")) << cells;
-  EXPECT_NE(page.find("<td class=\"id\">op/faults/throw</td><td><span class=\"label l-new\">new</span></td>"), std::string::npos);
+  EXPECT_NE(page.find("<td class=\"id\">op/faults/throw</td><td><span class=\"label l-new\">new</span></td>"),
+            std::string::npos);
   EXPECT_NE(page.find("not run", page.find("op/faults/throw</td>")), std::string::npos);
   // Cell-specific rows lead the matrix: the drift is what the page is for.
   EXPECT_LT(page.find("op/faults/wrong</td>", matrix), page.find("op/faults/nan</td>", matrix));
   const auto shot = run_shell(headless(exe, dir) + " --window-size=1000,800 --screenshot='" + dir +
-                                  "/cells.png' 'file://" + dir + "/cells.html' >/dev/null 2>&1", dir);
+                                  "/cells.png' 'file://" + dir + "/cells.html' >/dev/null 2>&1",
+                              dir);
   ASSERT_EQ(shot.exit_code, 0);
   EXPECT_GT(fs::file_size(dir + "/cells.png"), 10000u);
 }

@@ -44,8 +44,8 @@ const std::vector<HfModel>& hf_models() {
   return models;
 }
 
-const std::vector<std::string> kInputNames[] = {{"input_ids", "attention_mask"}, {"input_ids"},
-                                                {"input_ids", "attention_mask"}, {"pixel_values"}};
+const std::vector<std::string> kInputNames[] = {
+    {"input_ids", "attention_mask"}, {"input_ids"}, {"input_ids", "attention_mask"}, {"pixel_values"}};
 
 class HuggingFace : public ::testing::TestWithParam<size_t> {
  protected:

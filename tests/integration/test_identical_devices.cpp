@@ -10,7 +10,9 @@ using namespace mpscheck::testing;
 TEST(IdenticalDevices, TwoRunsInARowFindNothingAndClaimNoSpeedDifference) {
   // Ops from several families and a model; --quick times one contiguous forward per op, and the model.
   const std::vector<std::string> args{"--filter", "op/(activation|linalg|reduction|conv)/.*/f32/contiguous/|model/mlp/",
-                                      "--target", "cpu", "--quick", "--min-time", "0.01"};
+                                      "--target", "cpu",
+                                      "--quick",  "--min-time",
+                                      "0.01"};
   int timed = 0;
   for (int run = 0; run < 2; ++run) {
     SCOPED_TRACE("run " + std::to_string(run + 1));

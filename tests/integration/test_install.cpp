@@ -22,13 +22,16 @@ TEST(Install, OutOfTreePluginBuildsAgainstTheInstalledSdkAndRuns) {
   EXPECT_TRUE(std::filesystem::exists(prefix + "/lib/mpscheck/plugins/mpscheck_ops_shape.so"));
   EXPECT_FALSE(std::filesystem::exists(prefix + "/lib/mpscheck/plugins/mpscheck_faults.so"));  // test-only
 
-  r = run_shell("cmake -S '" + std::string(MPSCHECK_SOURCE_DIR) + "/examples/custom_plugin' -B example -DCMAKE_BUILD_TYPE=Release "
-                "-DCMAKE_PREFIX_PATH='" + prefix + "' && cmake --build example",
+  r = run_shell("cmake -S '" + std::string(MPSCHECK_SOURCE_DIR) +
+                    "/examples/custom_plugin' -B example -DCMAKE_BUILD_TYPE=Release "
+                    "-DCMAKE_PREFIX_PATH='" +
+                    prefix + "' && cmake --build example",
                 dir);
   ASSERT_EQ(r.exit_code, 0) << r.out.substr(r.out.size() > 3000 ? r.out.size() - 3000 : 0) << r.err;
 
-  r = run_shell("NO_COLOR=1 '" + prefix + "/bin/mpscheck' --plugin-dir example --filter op/custom/ --target cpu --quick "
-                "--min-time 0.01",
+  r = run_shell("NO_COLOR=1 '" + prefix +
+                    "/bin/mpscheck' --plugin-dir example --filter op/custom/ --target cpu --quick "
+                    "--min-time 0.01",
                 dir);
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
   const auto cases = cases_by_id(read_json_file(dir + "/mpscheck-report/report.json"));
@@ -53,10 +56,15 @@ TEST(Install, APluginConfiguredAgainstAnotherLibTorchStopsAtConfigureInOneLine) 
   // Another LibTorch's CMake package, as Debian's libtorch-dev installs it under /usr/lib/<arch>/cmake/Torch.
   const std::string other = dir + "/other/share/cmake/Torch";
   std::filesystem::create_directories(other);
-  run_shell("printf 'set(PACKAGE_VERSION 1.13.1)\\n' > '" + other + "/TorchConfigVersion.cmake' && "
-            "printf 'message(FATAL_ERROR \"loaded\")\\n' > '" + other + "/TorchConfig.cmake'", dir);
-  r = run_shell("cmake -S '" + std::string(MPSCHECK_SOURCE_DIR) + "/examples/custom_plugin' -B example "
-                "-DCMAKE_PREFIX_PATH='" + prefix + "' -DTorch_DIR='" + other + "'",
+  run_shell("printf 'set(PACKAGE_VERSION 1.13.1)\\n' > '" + other +
+                "/TorchConfigVersion.cmake' && "
+                "printf 'message(FATAL_ERROR \"loaded\")\\n' > '" +
+                other + "/TorchConfig.cmake'",
+            dir);
+  r = run_shell("cmake -S '" + std::string(MPSCHECK_SOURCE_DIR) +
+                    "/examples/custom_plugin' -B example "
+                    "-DCMAKE_PREFIX_PATH='" +
+                    prefix + "' -DTorch_DIR='" + other + "'",
                 dir);
   EXPECT_NE(r.exit_code, 0);
   const std::string text = r.out + r.err;
@@ -64,7 +72,8 @@ TEST(Install, APluginConfiguredAgainstAnotherLibTorchStopsAtConfigureInOneLine) 
   ASSERT_NE(at, std::string::npos) << text;
   const std::string line = text.substr(at, text.find('\n', at) - at);
   EXPECT_NE(line.find("but mpscheck was built with LibTorch " + std::to_string(TORCH_VERSION_MAJOR) + "."),
-            std::string::npos) << line;
+            std::string::npos)
+      << line;
   EXPECT_NE(line.find("configure with -DTorch_DIR="), std::string::npos) << line;
   EXPECT_EQ(text.find("\"loaded\""), std::string::npos) << "the other LibTorch's package was never read: " << text;
 }

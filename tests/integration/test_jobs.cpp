@@ -19,10 +19,18 @@ std::map<std::string, std::string> statuses(const nlohmann::json& report) {
 
 TEST(Jobs, TwoWorkersGiveTheVerdictsOfOneIncludingCrashesAndHangs) {
   // --min-time 0: every case is verdict-only, so with --jobs 2 all of them share two workers.
-  const std::vector<std::string> base{"--plugin-dir", test_plugins_dir(), "--filter",
+  const std::vector<std::string> base{"--plugin-dir",
+                                      test_plugins_dir(),
+                                      "--filter",
                                       "^op/faults/(healthy|segfault|abort|hang|throw|unsupported|nan|wrong)$|"
                                       "^op/activation/(gelu|relu)/f32/",
-                                      "--target", "cpu", "--quick", "--timeout", "4", "--min-time", "0"};
+                                      "--target",
+                                      "cpu",
+                                      "--quick",
+                                      "--timeout",
+                                      "4",
+                                      "--min-time",
+                                      "0"};
   std::map<std::string, std::string> by_jobs[2];
   for (int jobs : {1, 2}) {
     SCOPED_TRACE("--jobs " + std::to_string(jobs));
@@ -48,9 +56,10 @@ TEST(Jobs, TwoWorkersGiveTheVerdictsOfOneIncludingCrashesAndHangs) {
 
 TEST(Jobs, QuickTimesOnlyThePlannedCasesAndSaysWhich) {
   const std::string dir = fresh_dir("jobs-timed");
-  const auto r = run_mpscheck({"--plugin-dir", test_plugins_dir(), "--filter", "^op/faults/slow$|^op/activation/gelu/f32/",
-                               "--target", "cpu", "--quick", "--jobs", "2"},
-                              dir);
+  const auto r =
+      run_mpscheck({"--plugin-dir", test_plugins_dir(), "--filter", "^op/faults/slow$|^op/activation/gelu/f32/",
+                    "--target", "cpu", "--quick", "--jobs", "2"},
+                   dir);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto report = read_json_file(dir + "/mpscheck-report/report.json");
   const auto cases = cases_by_id(report);

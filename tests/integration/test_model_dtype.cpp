@@ -30,8 +30,8 @@ class TracedInOneDtype : public ::testing::Test {
   void SetUp() override { ASSERT_TRUE(exported_) << "python3 with the torch wheel could not export: " << log_; }
   static std::string model(const std::string& file) { return dir_ + "/" + file; }
   static std::vector<std::string> masked(const std::string& target) {
-    return {"--model", model("masked.pt"), "--input", "float32[4,16]", "--input", "bool[4,16]",
-            "--target", target, "--quick", "--min-time", "0", "--json", "r.json"};
+    return {"--model", model("masked.pt"), "--input", "float32[4,16]", "--input", "bool[4,16]", "--target", target,
+            "--quick", "--min-time",       "0",       "--json",        "r.json"};
   }
 
   static inline std::string dir_, log_;
@@ -46,7 +46,8 @@ TEST_F(TracedInOneDtype, AFloat32TraceOnABfloat16TargetExitsFiveWithOneLineOfAdv
   EXPECT_EQ(r.exit_code, 5) << r.out << r.err;
   EXPECT_EQ(count_lines(r.err), 1) << r.err;
   EXPECT_NE(r.err.find("masked.pt cannot compute in bfloat16: its graph keeps the float32 it was traced in"),
-            std::string::npos) << r.err;
+            std::string::npos)
+      << r.err;
   EXPECT_NE(r.err.find("--model-for bfloat16=FILE"), std::string::npos) << r.err;
   EXPECT_FALSE(fs::exists(dir + "/r.json")) << "nothing ran, so no report to write";
   // The same file on a float32 target is an ordinary pass.
@@ -84,8 +85,9 @@ TEST_F(TracedInOneDtype, AFloat32TraceThatRunsInBfloat16SaysWhatStayedFloat32) {
   const auto c = cases_by_id(read_json_file(dir + "/r.json")).at("model/torchscript/upcast/infer");
   bool said = false;
   for (const auto& w : c["warnings"])
-    said = said || w.get<std::string>().find("target: the graph fixes dtype float32 in 1 aten::to: that part computed "
-                                             "in float32, not in bfloat16") != std::string::npos;
+    said = said || w.get<std::string>().find(
+                       "target: the graph fixes dtype float32 in 1 aten::to: that part computed "
+                       "in float32, not in bfloat16") != std::string::npos;
   EXPECT_TRUE(said) << c.dump();
 }
 

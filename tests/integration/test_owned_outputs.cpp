@@ -31,8 +31,8 @@ class OwnedModels : public ::testing::Test {
   static nlohmann::json run_case(const std::string& test, const std::string& path, const std::string& input,
                                  const std::string& target, std::vector<std::string> extra = {}) {
     const std::string dir = fresh_dir("owned-" + test);
-    std::vector<std::string> args{"--model", path, "--input", input, "--target", target, "--quick", "--min-time", "0",
-                                  "--json", "r.json"};
+    std::vector<std::string> args{"--model", path,         "--input", input,    "--target", target,
+                                  "--quick", "--min-time", "0",       "--json", "r.json"};
     args.insert(args.end(), extra.begin(), extra.end());
     const auto r = run_mpscheck(args, dir);
     EXPECT_TRUE(r.exit_code == 0 || r.exit_code == 1) << r.out << r.err;
@@ -197,18 +197,18 @@ TEST_F(OwnedModels, AModelWhoseFloat64RunHangsIsNotTheTargetsTimeout) {
 // lines: mpscheck's own error, saying which phase; only the target's crash stays a crash.
 TEST(OwnedPhases, OnlyATargetPhaseCrashOrTimeoutIsTheTargets) {
   const std::string dir = fresh_dir("owned-phases");
-  const auto r = run_mpscheck({"--plugin-dir", fixtures_dir() + "/fixture_phases", "--no-default-plugins", "--filter",
-                               "^op/phases/", "--target", "cpu", "--quick", "--min-time", "0", "--timeout", "8",
-                               "--json", "r.json"},
-                              dir);
+  const auto r = run_mpscheck(
+      {"--plugin-dir", fixtures_dir() + "/fixture_phases", "--no-default-plugins", "--filter", "^op/phases/",
+       "--target", "cpu", "--quick", "--min-time", "0", "--timeout", "8", "--json", "r.json"},
+      dir);
   ASSERT_TRUE(r.exit_code == 0 || r.exit_code == 1) << r.out << r.err;
   const auto cases = cases_by_id(read_json_file(dir + "/r.json"));
   ASSERT_EQ(cases.size(), 8u) << r.out;
 
-  for (const auto& [id, phase] : std::vector<std::pair<std::string, std::string>>{
-           {"op/phases/reference_segfault", "reference"},
-           {"op/phases/gold_segfault", "float64"},
-           {"op/phases/gold_hang", "float64"}}) {
+  for (const auto& [id, phase] :
+       std::vector<std::pair<std::string, std::string>>{{"op/phases/reference_segfault", "reference"},
+                                                        {"op/phases/gold_segfault", "float64"},
+                                                        {"op/phases/gold_hang", "float64"}}) {
     const auto& c = cases.at(id);
     EXPECT_EQ(c["status"], "error") << id << ": " << c.dump();
     EXPECT_EQ(c["phase"], phase) << id;

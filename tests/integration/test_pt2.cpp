@@ -198,9 +198,9 @@ TEST_F(Pt2, PackageAloneReadsItsInputsAndJudgesAgainstItsFloat64Model) {
 }
 
 TEST_F(Pt2, BadPackagesStopTheRunWithOneLineAndExitCode2) {
-  ASSERT_EQ(run_shell("head -c 3000 out/resnet18.pt2 > truncated.pt2 && cp out/resnet18.pt torchscript.pt2", dir_)
-                .exit_code,
-            0);
+  ASSERT_EQ(
+      run_shell("head -c 3000 out/resnet18.pt2 > truncated.pt2 && cp out/resnet18.pt torchscript.pt2", dir_).exit_code,
+      0);
   // Another archive version, and a model compiled by another torch release (its recorded version).
   const std::string edit = R"PY(
 import json, zipfile
@@ -217,9 +217,7 @@ def older(n, d):
     return json.dumps(j).encode()
 rewrite("torch212.pt2", older)
 )PY";
-  {
-    std::ofstream(dir_ + "/edit.py") << edit;
-  }
+  { std::ofstream(dir_ + "/edit.py") << edit; }
   ASSERT_EQ(run_shell("python3 edit.py", dir_).exit_code, 0);
   const std::string eager = "out/planted_compiled.pt";
   const std::vector<std::pair<std::vector<std::string>, std::string>> bad = {
@@ -228,7 +226,8 @@ rewrite("torch212.pt2", older)
       {{"--model", "missing.pt2"}, "no such file"},
       {{"--model", "version1.pt2", "--eager", eager, "--target", "cpu"}, "is a .pt2 archive of version 1"},
       {{"--model", "torch212.pt2", "--eager", eager, "--target", "cpu"}, "was compiled by torch 2.12.0"},
-      {{"--model", "out/planted_compiled.pt2", "--target", "cpu:bfloat16"}, "holds no model compiled for cpu in bfloat16"},
+      {{"--model", "out/planted_compiled.pt2", "--target", "cpu:bfloat16"},
+       "holds no model compiled for cpu in bfloat16"},
       {{"--model", "out/resnet18.pt2", "--target", "sim", "--plugin-dir", test_plugins_dir() + "/sim"},
        "holds no model compiled for sim in float32"},
       {{"--model", "out/resnet18.pt2", "--target", "cpu"}, "would compare the package's cpu_float32 model with itself"},
@@ -259,29 +258,26 @@ m = pt2_models.Planted().eval()
 ep = torch.export.export(m, (torch.randn(4, 32),))
 torch._inductor.aoti_compile_and_package(ep, package_path="plain.pt2")
 )PY";
-  {
-    std::ofstream(dir_ + "/plain.py") << compile;
-  }
+  { std::ofstream(dir_ + "/plain.py") << compile; }
   const auto made = run_shell("python3 plain.py", dir_);
   ASSERT_EQ(made.exit_code, 0) << made.err;
   // The same weights as the helper's planted_compiled.pt (same class, same seed); its plant only
   // acts while exporting, which this module's plant="none" never does.
-  const auto r = run_mpscheck({"--model", "plain.pt2", "--eager", "out/planted_compiled.pt", "--target", "cpu",
-                               "--quick"},
-                              dir_);
+  const auto r =
+      run_mpscheck({"--model", "plain.pt2", "--eager", "out/planted_compiled.pt", "--target", "cpu", "--quick"}, dir_);
   EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
   EXPECT_NE(r.err.find("records no inputs; give them with --input"), std::string::npos) << r.err;
   int code = -1;
   std::string out;
-  const auto c = run("plain", {"--model", "plain.pt2", "--input", "float32[4,32]", "--eager", "out/planted_compiled.pt",
-                               "--target", "cpu"},
-                     &code, &out);
+  const auto c =
+      run("plain",
+          {"--model", "plain.pt2", "--input", "float32[4,32]", "--eager", "out/planted_compiled.pt", "--target", "cpu"},
+          &code, &out);
   ASSERT_EQ(code, 0) << out;
   EXPECT_EQ(c["status"], "pass") << c.dump();
   // Only float32 on the CPU: a bfloat16 target has no model to run.
-  const auto bf16 = run_mpscheck({"--model", "plain.pt2", "--input", "float32[4,32]", "--target", "cpu:bfloat16",
-                                  "--quick"},
-                                 dir_);
+  const auto bf16 =
+      run_mpscheck({"--model", "plain.pt2", "--input", "float32[4,32]", "--target", "cpu:bfloat16", "--quick"}, dir_);
   EXPECT_EQ(bf16.exit_code, 2);
   EXPECT_NE(bf16.err.find("holds no model compiled for cpu in bfloat16"), std::string::npos) << bf16.err;
 }

@@ -16,8 +16,8 @@ class ReducedBias : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     dir_ = fresh_dir("reduced-bias-models");
-    const auto r = run_shell(std::string("python3 ") + MPSCHECK_SOURCE_DIR + "/tests/fixtures/export_reduced_bias.py .",
-                             dir_);
+    const auto r =
+        run_shell(std::string("python3 ") + MPSCHECK_SOURCE_DIR + "/tests/fixtures/export_reduced_bias.py .", dir_);
     log_ = r.out + r.err;
     exported_ = r.exit_code == 0;
   }

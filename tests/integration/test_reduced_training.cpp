@@ -12,8 +12,8 @@ using namespace mpscheck::testing;
 
 TEST(ReducedTraining, HonestBfloat16TrainingOnTheCpuIsNotAFinding) {
   const std::string dir = fresh_dir("reduced-training");
-  const auto r = run_mpscheck({"--filter", "^model/(mlp|mnist_cnn|gpt2_tiny|bert_small|vit_tiny|lstm_text)/train$", "--quick",
-                               "--target", "cpu:bfloat16", "--min-time", "0", "--json", "r.json"},
+  const auto r = run_mpscheck({"--filter", "^model/(mlp|mnist_cnn|gpt2_tiny|bert_small|vit_tiny|lstm_text)/train$",
+                               "--quick", "--target", "cpu:bfloat16", "--min-time", "0", "--json", "r.json"},
                               dir);
   const auto cases = cases_by_id(read_json_file(dir + "/r.json"));
   ASSERT_EQ(cases.size(), 6u) << r.out << r.err;

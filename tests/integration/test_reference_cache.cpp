@@ -12,10 +12,15 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const std::vector<std::string> kSelection{"--plugin-dir", test_plugins_dir(), "--filter",
-                                          "^op/faults/(healthy|wrong|nan|slow|stalled_reference|nondeterministic_other_output)$|"
-                                          "^op/activation/gelu/f32/|^op/reduction/sum/f32/contiguous/|^model/mlp/",
-                                          "--quick", "--timeout", "20"};
+const std::vector<std::string> kSelection{
+    "--plugin-dir",
+    test_plugins_dir(),
+    "--filter",
+    "^op/faults/(healthy|wrong|nan|slow|stalled_reference|nondeterministic_other_output)$|"
+    "^op/activation/gelu/f32/|^op/reduction/sum/f32/contiguous/|^model/mlp/",
+    "--quick",
+    "--timeout",
+    "20"};
 
 struct RunResult {
   int exit_code;
@@ -104,8 +109,8 @@ TEST(ReferenceCacheRun, ReusedReferenceTimesOnlyScreenAndAClaimIsRetimedFresh) {
       EXPECT_FALSE(c.value("reference_time_reused", false)) << id;
       continue;
     }
-    const bool claimed = c.value("speed_note", "").find("no claim") != std::string::npos ||
-                         c["speed_class"] != "similar";
+    const bool claimed =
+        c.value("speed_note", "").find("no claim") != std::string::npos || c["speed_class"] != "similar";
     // Run 1 kept no reference time from a round the machine was busy for; such a case is timed anew.
     const bool kept = first.cases.at(id).value("speed_note", "").find("busy") == std::string::npos;
     EXPECT_EQ(c.value("reference_time_reused", false), !claimed && kept) << id;

@@ -23,7 +23,8 @@ namespace {
 
 // The python3 on PATH, when its torch is the version mpscheck was built against; else why not.
 std::string python_with_matching_torch(std::string& why) {
-  const auto r = run_shell("python3 -c 'import torch; print(torch.__version__.split(\"+\")[0])'", fresh_dir("python-probe"));
+  const auto r =
+      run_shell("python3 -c 'import torch; print(torch.__version__.split(\"+\")[0])'", fresh_dir("python-probe"));
   const std::string version = r.out.substr(0, r.out.find_first_of("\r\n"));
   if (r.exit_code == 0 && version == TORCH_VERSION) return "python3";
   why = r.exit_code != 0 ? "python3 cannot import torch (" + r.err.substr(0, 200) + ")"
@@ -69,9 +70,7 @@ TEST(Reproducer, PythonRebuildsTheSameInputsForEveryFamily) {
     target.seed = 3;
     const std::string script = w->reproducer(target);
     ASSERT_FALSE(script.empty());
-    {
-      std::ofstream(dir + "/case.py") << script;
-    }
+    { std::ofstream(dir + "/case.py") << script; }
     const auto r = run_shell("MPSCHECK_REPRO_JSON=values.json " + python + " case.py", dir);
     ASSERT_EQ(r.exit_code, 0) << r.err.substr(0, 2000);
     const auto values = read_json_file(dir + "/values.json");
@@ -125,17 +124,19 @@ TEST(LayerReproducer, DcganOnBfloat16GivesTheDivergingLayersOpInPython) {
   ASSERT_EQ(repro.exit_code, 0) << repro.err;
   const std::string& issue = repro.out;
   EXPECT_NE(issue.find("gives **mismatch** on cpu:bfloat16"), std::string::npos) << issue.substr(0, 2000);
-  EXPECT_NE(issue.find("This op-level reproducer runs that layer's op alone"), std::string::npos) << issue.substr(0, 3000);
+  EXPECT_NE(issue.find("This op-level reproducer runs that layer's op alone"), std::string::npos)
+      << issue.substr(0, 3000);
   const auto at = issue.find("LAYER = \"");
   ASSERT_NE(at, std::string::npos) << issue.substr(0, 3000);
   const std::string layer = issue.substr(at + 9, issue.find('"', at + 9) - at - 9);
   EXPECT_NE(issue.find("The model diverges first at layer `" + layer + "`"), std::string::npos);
   ASSERT_TRUE(fs::exists(dir + "/out/repro/model_dcgan_train.layer.pt")) << repro.err;
   EXPECT_EQ(read_text_file(dir + "/out/repro/model_dcgan_train.layer.py"),
-            issue.substr(issue.find("```python\n") + 10, issue.find("```", issue.find("```python\n") + 10) -
-                                                                issue.find("```python\n") - 10));
+            issue.substr(issue.find("```python\n") + 10,
+                         issue.find("```", issue.find("```python\n") + 10) - issue.find("```python\n") - 10));
 
-  const auto py = run_shell("MPSCHECK_REPRO_JSON=figures.json " + python + " out/repro/model_dcgan_train.layer.py", dir);
+  const auto py =
+      run_shell("MPSCHECK_REPRO_JSON=figures.json " + python + " out/repro/model_dcgan_train.layer.py", dir);
   ASSERT_TRUE(py.exit_code == 0 || py.exit_code == 1) << py.err.substr(0, 2000);
   EXPECT_NE(py.out.find("layer " + layer), std::string::npos) << py.out;
   EXPECT_NE(py.out.find("verdict: cpu in bfloat16 "), std::string::npos) << py.out;
@@ -187,9 +188,10 @@ TEST(LayerReproducer, ScriptBlamesTheTargetOnlyWhenTheOpItselfIsWrong) {
     int exit_code;
     const char* says;
   };
-  for (const Planted& p : {Planted{"torch.nn.functional.linear(x, weight) * (1.03 if x.dtype == torch.bfloat16 else 1.0)",
-                                   1, "is the wrong side of this op: "},
-                           Planted{"torch.nn.functional.linear(x, weight)", 0, "does not reproduce the finding"}}) {
+  for (const Planted& p :
+       {Planted{"torch.nn.functional.linear(x, weight) * (1.03 if x.dtype == torch.bfloat16 else 1.0)", 1,
+                "is the wrong side of this op: "},
+        Planted{"torch.nn.functional.linear(x, weight)", 0, "does not reproduce the finding"}}) {
     SCOPED_TRACE(p.python);
     call.python = p.python;
     const LayerScript files = write_layer_files(finding, call, target, dir);

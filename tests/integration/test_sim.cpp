@@ -46,9 +46,9 @@ TEST(SimProbe, AllocationFailureStopsTheRunWithExit3AndOneLine) {
 
 TEST(SimProbe, ADeviceThatHangsStopsTheRunAtTheDeadline) {
   const std::string dir = fresh_dir("sim-probe-hang");
-  const auto r = run_mpscheck(on_sim({"--filter", "op/shape/cat/f32/contiguous/forward", "--min-time", "0",
-                                      "--timeout", "3"}),
-                              dir, {"MPSCHECK_SIM_BUGS=sync-hang"});
+  const auto r =
+      run_mpscheck(on_sim({"--filter", "op/shape/cat/f32/contiguous/forward", "--min-time", "0", "--timeout", "3"}),
+                   dir, {"MPSCHECK_SIM_BUGS=sync-hang"});
   EXPECT_EQ(r.exit_code, 3) << r.err;
   EXPECT_NE(r.err.find("present but unusable: "), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("no answer within 3 s"), std::string::npos) << r.err;
@@ -74,8 +74,8 @@ TEST(SimTarget, ADeviceNoPluginRegisteredIsExit3ListingWhatExists) {
   EXPECT_EQ(r.exit_code, 3) << r.err;
   EXPECT_NE(r.err.find("target 'sim' is not available here"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("available targets: cpu"), std::string::npos) << r.err;
-  const auto sim = run_mpscheck({"--filter", "op/shape/cat/f32/contiguous/forward", "--target", "tpu", "--plugin-dir",
-                                 sim_plugin_dir()}, dir);
+  const auto sim = run_mpscheck(
+      {"--filter", "op/shape/cat/f32/contiguous/forward", "--target", "tpu", "--plugin-dir", sim_plugin_dir()}, dir);
   EXPECT_EQ(sim.exit_code, 3) << sim.err;
   EXPECT_NE(sim.err.find("available targets: cpu, sim"), std::string::npos) << sim.err;
 }
@@ -86,8 +86,9 @@ TEST(SimTarget, ADeviceNoPluginRegisteredIsExit3ListingWhatExists) {
 TEST(SimRun, CleanDevicePassesAndTimesEveryPlannedCase) {
   const std::string dir = fresh_dir("sim-clean");
   const auto r = run_mpscheck(
-      on_sim({"--filter", "op/(conv/conv2d|activation/gelu|linalg/linear|softmax/softmax|indexing/index_select|"
-                          "random/dropout|norm/layer_norm/f32|pool/max_pool2d|fft/stft)|model/(mlp|mnist_cnn|lenet5)/",
+      on_sim({"--filter",
+              "op/(conv/conv2d|activation/gelu|linalg/linear|softmax/softmax|indexing/index_select|"
+              "random/dropout|norm/layer_norm/f32|pool/max_pool2d|fft/stft)|model/(mlp|mnist_cnn|lenet5)/",
               // CPU float16/bfloat16 kernels that expectations/sim-libtorch-2.13.expect lists (issue 22).
               "--filter", "-op/softmax/softmax_(dim0|masked)/(bf16|f16)/.*/backward", "--min-time", "0.01"}),
       dir);
@@ -120,8 +121,8 @@ TEST(SimRun, WholeCatalogOnACleanDeviceHasOnlyKnownFindings) {
 TEST(SimRun, ReducedPrecisionTargetsWorkLikeMps) {
   for (const char* target : {"sim:float16", "sim:bfloat16"}) {
     const std::string dir = fresh_dir(std::string("sim-reduced-") + (target + 4));
-    const auto r = run_mpscheck(on_sim({"--filter", "op/activation/(gelu|relu)/f32/|model/mlp/", "--target", target,
-                                        "--min-time", "0"}), dir);
+    const auto r = run_mpscheck(
+        on_sim({"--filter", "op/activation/(gelu|relu)/f32/|model/mlp/", "--target", target, "--min-time", "0"}), dir);
     EXPECT_EQ(r.exit_code, 0) << target << r.err;
     const auto report = read_json_file(dir + "/mpscheck-report/report.json");
     for (const auto& c : report.at("cases")) {
@@ -134,8 +135,9 @@ TEST(SimRun, ReducedPrecisionTargetsWorkLikeMps) {
 // A kernel that aborts and one that hangs cost one case each; a fresh worker carries on.
 TEST(SimIsolation, AnAbortAndAHangCostOneCaseEach) {
   const std::string dir = fresh_dir("sim-isolation");
-  const auto r = run_mpscheck(on_sim({"--filter", "op/activation/logit/f32/contiguous/forward|op/binary/logaddexp/f32/"
-                                                  "contiguous/forward|op/shape/cat/f32/contiguous/forward",
+  const auto r = run_mpscheck(on_sim({"--filter",
+                                      "op/activation/logit/f32/contiguous/forward|op/binary/logaddexp/f32/"
+                                      "contiguous/forward|op/shape/cat/f32/contiguous/forward",
                                       "--timeout", "5", "--min-time", "0"}),
                               dir, {"MPSCHECK_SIM_BUGS=abort,hang"});
   EXPECT_EQ(r.exit_code, 1) << r.err;
@@ -166,8 +168,8 @@ TEST(SimErrors, AnErrorQueuedOnTheDeviceSurfacesAtSynchronize) {
 TEST(SimModels, PlantedBugsAreLocalisedToALayer) {
   {
     const std::string dir = fresh_dir("sim-localise-forward");
-    const auto r = run_mpscheck(on_sim({"--filter", "model/mlp/", "--min-time", "0"}), dir,
-                                {"MPSCHECK_SIM_BUGS=size-threshold"});
+    const auto r =
+        run_mpscheck(on_sim({"--filter", "model/mlp/", "--min-time", "0"}), dir, {"MPSCHECK_SIM_BUGS=size-threshold"});
     EXPECT_EQ(r.exit_code, 1) << r.err;
     int named = 0;
     const auto report = read_json_file(dir + "/mpscheck-report/report.json");
@@ -179,8 +181,8 @@ TEST(SimModels, PlantedBugsAreLocalisedToALayer) {
   }
   {
     const std::string dir = fresh_dir("sim-localise-backward");
-    const auto r = run_mpscheck(on_sim({"--filter", "model/mlp/train", "--min-time", "0"}), dir,
-                                {"MPSCHECK_SIM_BUGS=backward"});
+    const auto r =
+        run_mpscheck(on_sim({"--filter", "model/mlp/train", "--min-time", "0"}), dir, {"MPSCHECK_SIM_BUGS=backward"});
     EXPECT_EQ(r.exit_code, 1) << r.err;
     const auto report = read_json_file(dir + "/mpscheck-report/report.json");
     for (const auto& c : report.at("cases"))
@@ -206,8 +208,8 @@ TEST(SimModels, TorchScriptModelTrainsOnSim) {
                                     "torch.jit.script(Net()).save('net.pt')\n";
   const auto exported = run_shell("python3 net.py", dir);
   ASSERT_EQ(exported.exit_code, 0) << exported.err;
-  const auto r = run_mpscheck(on_sim({"--model", dir + "/net.pt", "--input", "float32[2,3,8,8]", "--train",
-                                      "--min-time", "0.01"}), dir);
+  const auto r = run_mpscheck(
+      on_sim({"--model", dir + "/net.pt", "--input", "float32[2,3,8,8]", "--train", "--min-time", "0.01"}), dir);
   EXPECT_EQ(r.exit_code, 0) << r.err;
   const auto report = read_json_file(dir + "/mpscheck-report/report.json");
   ASSERT_GE(report.at("cases").size(), 1u);
@@ -270,7 +272,8 @@ TEST(SimReports, ALocalisedModelFindingCarriesItsLayersOpLevelReproducer) {
     std::replace(file.begin(), file.end(), '/', '_');
     const std::string base = dir + "/bugs/" + file;
     const std::string issue = read_text_file(base + ".md");
-    EXPECT_NE(issue.find("This op-level reproducer runs that layer's op alone"), std::string::npos) << issue.substr(0, 2000);
+    EXPECT_NE(issue.find("This op-level reproducer runs that layer's op alone"), std::string::npos)
+        << issue.substr(0, 2000);
     EXPECT_NE(issue.find("DEVICE = \"sim\""), std::string::npos);
     EXPECT_NE(issue.find("LAYER = \"" + layer + "\""), std::string::npos);
     EXPECT_NE(issue.find("torch.nn.functional.linear(x, weight, bias)"), std::string::npos);

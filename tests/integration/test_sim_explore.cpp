@@ -29,13 +29,15 @@ struct Explored {
 
 Explored explore_on_sim(const std::vector<std::string>& filters, const std::string& bugs, const std::string& dir,
                         const std::vector<std::string>& extra = {}) {
-  std::vector<std::string> args = {"explore", "--target", "sim", "--plugin-dir", sim_plugin_dir(),
-                                   "--explore-budget", kBudget, "--explore-run-budget", kBudget};
+  std::vector<std::string> args = {"explore",        "--target",         "sim",   "--plugin-dir",
+                                   sim_plugin_dir(), "--explore-budget", kBudget, "--explore-run-budget",
+                                   kBudget};
   args.insert(args.end(), extra.begin(), extra.end());
   for (const auto& f : filters) args.insert(args.end(), {"--filter", f});
   const auto start = std::chrono::steady_clock::now();
   Explored e;
-  e.r = run_mpscheck(args, dir, bugs.empty() ? std::vector<std::string>{} : std::vector<std::string>{"MPSCHECK_SIM_BUGS=" + bugs});
+  e.r = run_mpscheck(args, dir,
+                     bugs.empty() ? std::vector<std::string>{} : std::vector<std::string>{"MPSCHECK_SIM_BUGS=" + bugs});
   e.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   e.report = read_json_file(dir + "/mpscheck-report/explore.json");
   std::cout << "explore " << (bugs.empty() ? "(no plant)" : bugs) << ": " << e.seconds << " s\n" << e.r.out;
@@ -101,7 +103,8 @@ TEST(SimExplore, KThresholdIsBisectedToThePlantedInnerDimension) {
   ASSERT_TRUE(cases.count(id)) << id;
   EXPECT_EQ(cases.at(id).at("status"), "mismatch");
   EXPECT_NE(cases.at(id).at("message").get<std::string>().find("wrong from a[1]=b[0] = 10000; a[1]=b[0] = 9999 passes"),
-            std::string::npos) << cases.at(id).dump(2);
+            std::string::npos)
+      << cases.at(id).dump(2);
   EXPECT_FALSE(cases.count("op/linalg/mm/f32/contiguous/forward"));
   const std::string xml = read_text_file(dir + "/explore.xml");
   const std::string testcase = junit_case(xml, "mm/f32/contiguous/forward@a=1x10000,b=10000x1");
@@ -144,7 +147,8 @@ TEST(SimExplore, PowerOfTwoRowsAreFoundAtThePlantedSize) {
     EXPECT_EQ(f.at("status"), "mismatch");
   }
   EXPECT_NE(e.r.out.find("wrong at x[1] = 2048 (a power of two) and at 4096; 2047, 2049 and 1024 pass"),
-            std::string::npos) << e.r.out;
+            std::string::npos)
+      << e.r.out;
   EXPECT_LT(e.seconds, 90) << "the budget is " << kBudget << " s plus the worker's start";
 }
 
@@ -181,8 +185,9 @@ TEST(SimExplore, AChannelsLastInputAtAnOddOffsetIsFoundAndItsLayoutNamed) {
   EXPECT_EQ(f.at("pattern"), "layout");
   EXPECT_EQ(f.at("layout"), "x channels_last at storage offset 1");
   EXPECT_EQ(f.at("status"), "mismatch");
-  const std::string summary = "wrong for x channels_last at storage offset 1; at offset 0 it passes, 2 passes and 3 "
-                              "fails (odd offsets), x contiguous at storage offset 1 passes";
+  const std::string summary =
+      "wrong for x channels_last at storage offset 1; at offset 0 it passes, 2 passes and 3 "
+      "fails (odd offsets), x contiguous at storage offset 1 passes";
   EXPECT_EQ(f.at("summary"), summary);
   EXPECT_LT(e.seconds, 60) << "the budget is " << kBudget << " s";
   const auto cases = report_cases(dir);
@@ -204,7 +209,7 @@ TEST(SimExplore, AChannelsLastInputAtAnOddOffsetIsFoundAndItsLayoutNamed) {
   ASSERT_EQ(repro.exit_code, 0) << repro.err;
   EXPECT_NE(repro.out.find("torch.randn([1, 2, 2, 2], generator=gen)"), std::string::npos) << repro.out;
   std::ofstream(dir + "/case.py") << repro.out << "\nx = make_inputs('cpu', torch.float32)[1]['x']\n"
-                                 << "print('layout', x.storage_offset(), tuple(x.stride()), tuple(x.shape))\n";
+                                  << "print('layout', x.storage_offset(), tuple(x.stride()), tuple(x.shape))\n";
   const auto py = run_shell("python3 case.py", dir);
   ASSERT_EQ(py.exit_code, 0) << py.err << "\n(the test needs python3 with torch: scripts/install-deps.sh)";
   EXPECT_NE(py.out.find("layout 1 (8, 1, 4, 2) (1, 2, 2, 2)"), std::string::npos) << py.out;
@@ -215,10 +220,10 @@ TEST(SimExplore, AChannelsLastInputAtAnOddOffsetIsFoundAndItsLayoutNamed) {
 TEST(SimExplore, AVariantStillRunningWhenTheBudgetEndsIsStoppedAndIsNoFinding) {
   const std::string dir = fresh_dir("sim-explore-budget");
   const auto start = std::chrono::steady_clock::now();
-  const CommandResult r = run_mpscheck({"explore", "--target", "sim", "--plugin-dir", sim_plugin_dir(), "--filter",
-                                        "^op/binary/logaddexp/f32/contiguous/forward$", "--explore-budget", "3",
-                                        "--timeout", "120"},
-                                       dir, {"MPSCHECK_SIM_BUGS=hang"});
+  const CommandResult r =
+      run_mpscheck({"explore", "--target", "sim", "--plugin-dir", sim_plugin_dir(), "--filter",
+                    "^op/binary/logaddexp/f32/contiguous/forward$", "--explore-budget", "3", "--timeout", "120"},
+                   dir, {"MPSCHECK_SIM_BUGS=hang"});
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   EXPECT_EQ(r.exit_code, 0) << r.err << r.out;
   EXPECT_LT(seconds, 20) << "the budget is 3 s, the op's timeout 120 s";
@@ -238,8 +243,9 @@ TEST(SimExplore, BadBudgetsAndMisplacedFlagsAreOneLine) {
   EXPECT_EQ(zero.err, "mpscheck: --explore-budget must be a positive number of seconds\n");
   const auto run = run_mpscheck({"--filter", kMatmul, "--explore-run-budget", "10"}, dir);
   EXPECT_EQ(run.exit_code, 2);
-  EXPECT_EQ(run.err, "mpscheck: --explore-run-budget goes with explore: mpscheck explore --filter REGEX "
-                     "--explore-run-budget SEC\n");
+  EXPECT_EQ(run.err,
+            "mpscheck: --explore-run-budget goes with explore: mpscheck explore --filter REGEX "
+            "--explore-run-budget SEC\n");
   const auto bad = run_mpscheck({"explore", "--filter", "op/linalg/mm/f32/contiguous/forward@a=1x"}, dir);
   EXPECT_EQ(bad.exit_code, 2);
   EXPECT_NE(bad.err.find("'1x' is not a shape"), std::string::npos) << bad.err;
@@ -248,8 +254,8 @@ TEST(SimExplore, BadBudgetsAndMisplacedFlagsAreOneLine) {
 
 TEST(SimExplore, AFindingsIdGivesAPythonReproducerAtItsSizes) {
   const std::string dir = fresh_dir("sim-explore-repro");
-  const auto r = run_mpscheck({"repro", "op/linalg/mm/f32/contiguous/forward@a=1x10000,b=10000x1", "--script",
-                               "--target", "cpu"}, dir);
+  const auto r = run_mpscheck(
+      {"repro", "op/linalg/mm/f32/contiguous/forward@a=1x10000,b=10000x1", "--script", "--target", "cpu"}, dir);
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("torch.randn([1, 10000], generator=gen)"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("torch.randn([10000, 1], generator=gen)"), std::string::npos) << r.out;

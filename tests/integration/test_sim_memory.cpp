@@ -48,7 +48,8 @@ TEST(SimMemory, EveryCaseHasItsFiguresAndTheyReachEveryReport) {
             std::string::npos)
       << r.err;
   const std::string csv = read_text_file(dir + "/r.csv");
-  EXPECT_NE(csv.find("peak_allocated_bytes,driver_peak_bytes,process_peak_bytes,recommended_max_bytes"), std::string::npos);
+  EXPECT_NE(csv.find("peak_allocated_bytes,driver_peak_bytes,process_peak_bytes,recommended_max_bytes"),
+            std::string::npos);
   EXPECT_NE(csv.find("," + std::to_string(peak_of(report.at("cases").at(0))) + ","), std::string::npos) << csv;
   EXPECT_NE(read_text_file(dir + "/r.md").find("## Memory on the target ("), std::string::npos);
   EXPECT_NE(read_text_file(dir + "/r.html").find("<th>peak memory</th>"), std::string::npos);
@@ -133,7 +134,8 @@ TEST(SimMemory, WithoutAPeakCounterThePeakIsSampled) {
 
 TEST(SimTier, ASimNamedLikeTheHostedRunnersGpuIsParavirtualAndItsFindingsSaySo) {
   const std::string dir = fresh_dir("sim-tier-paravirtual");
-  const std::vector<std::string> env{"MPSCHECK_SIM_DEVICE_NAME=Apple Paravirtual device", "MPSCHECK_SIM_RECOMMENDED_MAX=1"};
+  const std::vector<std::string> env{"MPSCHECK_SIM_DEVICE_NAME=Apple Paravirtual device",
+                                     "MPSCHECK_SIM_RECOMMENDED_MAX=1"};
   const auto r = run_mpscheck(on_sim(with(kCases, {"--html", "r.html", "--markdown", "r.md"})), dir, env);
   EXPECT_EQ(r.exit_code, 1) << r.err;
   EXPECT_NE(r.err.find("mpscheck: device sim ('Apple Paravirtual device'; recommends at most 1 B): tier paravirtual"),

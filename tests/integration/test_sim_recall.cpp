@@ -58,8 +58,9 @@ CommandResult run_with_bug(const Plant& p, const std::string& bug, const std::st
   std::vector<std::string> args = selection(p);
   args.insert(args.end(), {"--target", p.target});
   // Timing only where the plant is about speed; a hang needs a short deadline.
-  args.insert(args.end(), {"--min-time", p.expect == "slower" ? "0.05" : "0", "--timeout",
-                           p.expect == "timeout" || p.expect == "exit3" ? "10" : "300", "--expect", sim_expectations()});
+  args.insert(args.end(),
+              {"--min-time", p.expect == "slower" ? "0.05" : "0", "--timeout",
+               p.expect == "timeout" || p.expect == "exit3" ? "10" : "300", "--expect", sim_expectations()});
   return run_mpscheck(on_sim(args), dir, {"MPSCHECK_SIM_BUGS=" + bug});
 }
 
@@ -117,8 +118,7 @@ TEST_P(SimRecall, CatalogFindsThePlantedBugAndNothingElse) {
   if (!knows_status(p.expect)) {
     // A verdict this build does not have yet (`fallback` comes with the warnings capture): the
     // plant must then pass unnoticed, which is what the new verdict is for.
-    for (const auto& c : report.at("cases"))
-      EXPECT_EQ(c.at("status"), "pass") << c.at("id");
+    for (const auto& c : report.at("cases")) EXPECT_EQ(c.at("status"), "pass") << c.at("id");
     std::cout << row.str() << p.expect << " | pending: this build has no '" << p.expect << "' verdict; "
               << report.at("cases").size() << " cases pass unnoticed" << std::endl;
     return;
@@ -143,11 +143,12 @@ TEST_P(SimRecall, CatalogFindsThePlantedBugAndNothingElse) {
       continue;
     }
     caught.push_back(id);
-    if (message.empty()) message = p.expect == "slower" ? "speedup " + std::to_string(c.value("speedup", 0.0)) : c.value("message", "");
+    if (message.empty())
+      message = p.expect == "slower" ? "speedup " + std::to_string(c.value("speedup", 0.0)) : c.value("message", "");
     const bool model = id.rfind("model/", 0) == 0;
-    if (model && p.names.find("layer") != std::string::npos && layer_of(c).empty())
-      unnamed.push_back(id);
-    if (!model && p.names.find("index") != std::string::npos && c.value("message", "").find("first at [") == std::string::npos)
+    if (model && p.names.find("layer") != std::string::npos && layer_of(c).empty()) unnamed.push_back(id);
+    if (!model && p.names.find("index") != std::string::npos &&
+        c.value("message", "").find("first at [") == std::string::npos)
       unnamed.push_back(id);
     // says=TEXT: the message must contain TEXT (what is wrong: "bias", the output of the step).
     for (size_t at = p.names.find("says="); at != std::string::npos; at = p.names.find("says=", at + 1)) {
@@ -158,11 +159,12 @@ TEST_P(SimRecall, CatalogFindsThePlantedBugAndNothingElse) {
   EXPECT_FALSE(caught.empty()) << p.bug << ": no case caught it\n" << r.err.substr(0, 2000);
   EXPECT_TRUE(unrelated.empty()) << p.bug << ": unrelated findings: " << ::testing::PrintToString(unrelated);
   EXPECT_TRUE(wrong_kind.empty()) << p.bug << ": expected " << p.expect << ": " << ::testing::PrintToString(wrong_kind);
-  EXPECT_TRUE(unnamed.empty()) << p.bug << ": without the first bad element / layer: " << ::testing::PrintToString(unnamed);
+  EXPECT_TRUE(unnamed.empty()) << p.bug
+                               << ": without the first bad element / layer: " << ::testing::PrintToString(unnamed);
   // The CI subset may miss at most the table's count; the full sweep reports what it counts.
   if (!full_sweep() && p.misses != "-") {
-    EXPECT_LE(missed.size(), std::stoul(p.misses)) << p.bug << " on " << p.target << ": missed by "
-                                                   << ::testing::PrintToString(missed);
+    EXPECT_LE(missed.size(), std::stoul(p.misses))
+        << p.bug << " on " << p.target << ": missed by " << ::testing::PrintToString(missed);
   }
   row << p.expect << " | caught " << caught.size() << ", missed " << missed.size() << ": ";
   for (size_t i = 0; i < caught.size() && i < 4; ++i) row << (i ? ", " : "") << caught[i];
@@ -188,7 +190,8 @@ INSTANTIATE_TEST_SUITE_P(Plants, SimRecall, ::testing::ValuesIn(read_table()),
                            if (const auto colon = info.param.target.find(':'); colon != std::string::npos)
                              name += "_" + info.param.target.substr(colon + 1);
                            // size-2^n -> size_2_n: a test name holds letters, digits and '_' only.
-                           std::replace_if(name.begin(), name.end(), [](unsigned char c) { return !std::isalnum(c); }, '_');
+                           std::replace_if(
+                               name.begin(), name.end(), [](unsigned char c) { return !std::isalnum(c); }, '_');
                            return name;
                          });
 

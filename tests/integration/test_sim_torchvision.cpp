@@ -19,21 +19,25 @@ class SimTorchvision : public ::testing::TestWithParam<const char*> {
  protected:
   static void SetUpTestSuite() {
     dir_ = fresh_dir("torchvision-networks");
-    const auto r = run_shell(std::string("/usr/bin/python3 ") + MPSCHECK_SOURCE_DIR +
-                                 "/tests/fixtures/export_torchvision.py .",
-                             dir_);
+    const auto r = run_shell(
+        std::string("/usr/bin/python3 ") + MPSCHECK_SOURCE_DIR + "/tests/fixtures/export_torchvision.py .", dir_);
     log_ = r.out + r.err;
   }
   // The one case of a run of `net` on `target`, with `bugs` planted in the sim.
   static nlohmann::json run(const std::string& net, const std::string& target, const std::string& bugs,
                             int& exit_code) {
-    const std::string dir = fresh_dir("tv-" + net + "-" + target.substr(0, target.find(':')) + "-" +
-                                      (target.find(':') == std::string::npos ? "" : target.substr(target.find(':') + 1)) +
-                                      "-" + (bugs.empty() ? "clean" : bugs));
-    std::vector<std::string> args = {"--model", dir_ + "/" + net + ".pt", "--input", "float32[2,3,64,64]", "--target",
-                                     target, "--min-time", "0", "--json", "r.json"};
+    const std::string dir =
+        fresh_dir("tv-" + net + "-" + target.substr(0, target.find(':')) + "-" +
+                  (target.find(':') == std::string::npos ? "" : target.substr(target.find(':') + 1)) + "-" +
+                  (bugs.empty() ? "clean" : bugs));
+    std::vector<std::string> args = {"--model",    dir_ + "/" + net + ".pt",
+                                     "--input",    "float32[2,3,64,64]",
+                                     "--target",   target,
+                                     "--min-time", "0",
+                                     "--json",     "r.json"};
     if (target.rfind("sim", 0) == 0) args = on_sim(args);
-    const auto r = run_mpscheck(args, dir, bugs.empty() ? std::vector<std::string>{} : std::vector<std::string>{"MPSCHECK_SIM_BUGS=" + bugs});
+    const auto r = run_mpscheck(
+        args, dir, bugs.empty() ? std::vector<std::string>{} : std::vector<std::string>{"MPSCHECK_SIM_BUGS=" + bugs});
     exit_code = r.exit_code;
     if (!fs::exists(dir + "/r.json")) return nlohmann::json{{"status", "no report"}, {"message", r.err}};
     const auto cases = read_json_file(dir + "/r.json").at("cases");
@@ -49,8 +53,8 @@ TEST_P(SimTorchvision, HonestReducedPrecisionPassesAndAScaledKernelDoesNot) {
   // No skip: the test tools install python3-torchvision, and a network that cannot be exported is
   // a failure here, never a pass.
   ASSERT_TRUE(fs::exists(dir_ + "/" + net + ".pt"))
-      << "could not export " << net << " (scripts/install-deps.sh --with-test-tools installs python3-torchvision): "
-      << log_;
+      << "could not export " << net
+      << " (scripts/install-deps.sh --with-test-tools installs python3-torchvision): " << log_;
   for (const char* target : {"cpu:bfloat16", "cpu:float16", "sim:bfloat16"}) {
     for (const char* bugs : {"", "ulp-noise"}) {
       if (*bugs && std::string(target).rfind("sim", 0) != 0) continue;
@@ -67,4 +71,5 @@ TEST_P(SimTorchvision, HonestReducedPrecisionPassesAndAScaledKernelDoesNot) {
   EXPECT_EQ(exit_code, 1);
 }
 
-INSTANTIATE_TEST_SUITE_P(SimNetworks, SimTorchvision, ::testing::Values("resnet18", "mobilenet_v3_small", "squeezenet1_0"));
+INSTANTIATE_TEST_SUITE_P(SimNetworks, SimTorchvision,
+                         ::testing::Values("resnet18", "mobilenet_v3_small", "squeezenet1_0"));

@@ -23,7 +23,8 @@ class Exported : public ::testing::Test {
     dir_ = fresh_dir("torchscript-models");
     for (const char* py : {"/usr/bin/python3", "python3"}) {
       if (run_shell(std::string(py) + " -c 'import torch'", dir_).exit_code != 0) continue;
-      const auto r = run_shell(std::string(py) + " " + MPSCHECK_SOURCE_DIR + "/tests/fixtures/export_torchscript.py .", dir_);
+      const auto r =
+          run_shell(std::string(py) + " " + MPSCHECK_SOURCE_DIR + "/tests/fixtures/export_torchscript.py .", dir_);
       export_log_ = r.out + r.err;
       exported_ = r.exit_code == 0;
       return;
@@ -52,8 +53,8 @@ std::set<std::string> output_names(const nlohmann::json& c) {
 
 TEST_F(Exported, TupleAndDictOutputsOfAFloatAndAnIntInputAreEachCompared) {
   const std::string dir = fresh_dir("ts-two-inputs");
-  const auto r = run_mpscheck({"--model", model("two_inputs.pt"), "--input", "float32[2,3]", "--input", "int64[2,5]:0..100",
-                               "--train", "--target", "cpu", "--quick", "--json", "r.json"},
+  const auto r = run_mpscheck({"--model", model("two_inputs.pt"), "--input", "float32[2,3]", "--input",
+                               "int64[2,5]:0..100", "--train", "--target", "cpu", "--quick", "--json", "r.json"},
                               dir);
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   const auto cases = cases_by_id(read_json_file(dir + "/r.json"));
@@ -63,8 +64,8 @@ TEST_F(Exported, TupleAndDictOutputsOfAFloatAndAnIntInputAreEachCompared) {
   EXPECT_EQ(output_names(infer), (std::set<std::string>{"out.0", "out.1.probs", "out.1.hidden"}));
   const auto& train = cases.at("model/torchscript/two_inputs/train");
   EXPECT_EQ(train["status"], "pass");
-  EXPECT_EQ(output_names(train), (std::set<std::string>{"grad/embed.weight", "grad/features.weight", "grad/features.bias",
-                                                        "grad/head.weight", "grad/head.bias"}));
+  EXPECT_EQ(output_names(train), (std::set<std::string>{"grad/embed.weight", "grad/features.weight",
+                                                        "grad/features.bias", "grad/head.weight", "grad/head.bias"}));
   for (const auto& o : train["outputs"]) EXPECT_EQ(o["max_abs"].get<double>(), 0.0) << o["name"];
 }
 
@@ -80,8 +81,8 @@ TEST_F(Exported, BooleanMaskInputAndListOutputOfATransformerLayer) {
 }
 
 TEST_F(Exported, TorchvisionResNetTrainsGradientsForEveryParameter) {
-  ASSERT_TRUE(has("resnet18.pt")) << "python3-torchvision is not installed (scripts/install-deps.sh --with-test-tools): "
-                                  << export_log_;
+  ASSERT_TRUE(has("resnet18.pt"))
+      << "python3-torchvision is not installed (scripts/install-deps.sh --with-test-tools): " << export_log_;
   const std::string dir = fresh_dir("ts-resnet");
   const auto r = run_mpscheck({"--model", model("resnet18.pt"), "--input", "float32[1,3,64,64]", "--train", "--target",
                                "cpu", "--quick", "--json", "r.json"},
@@ -103,9 +104,10 @@ TEST_F(Exported, TorchvisionResNetTrainsGradientsForEveryParameter) {
 
 TEST_F(Exported, ReducedPrecisionTargetRunsToAVerdictWithoutCrashing) {
   const std::string dir = fresh_dir("ts-bf16");
-  const auto r = run_mpscheck({"--model", model("two_inputs.pt"), "--input", "float32[2,3]", "--input", "int64[2,5]:0..100",
-                               "--train", "--target", "cpu:bfloat16", "--quick", "--json", "r.json"},
-                              dir);
+  const auto r =
+      run_mpscheck({"--model", model("two_inputs.pt"), "--input", "float32[2,3]", "--input", "int64[2,5]:0..100",
+                    "--train", "--target", "cpu:bfloat16", "--quick", "--json", "r.json"},
+                   dir);
   ASSERT_TRUE(r.exit_code == 0 || r.exit_code == 1) << r.out << r.err;
   for (const auto& [id, c] : cases_by_id(read_json_file(dir + "/r.json"))) {
     EXPECT_NE(c["status"], "crash") << id;
@@ -153,8 +155,8 @@ TEST_F(Exported, InputsThatDoNotMatchForwardExitTwoAndTheModelsOwnErrorsAreItsCa
       {{"--input", "float32[2,3]", "--input", "int64[2,5]:0..1000"}, "index out of range"},   // beyond the embedding
   };
   for (const auto& [inputs, cause] : raised) {
-    std::vector<std::string> args = {"--model", model("two_inputs.pt"), "--target", "cpu", "--quick",
-                                     "--json", "r.json"};
+    std::vector<std::string> args = {"--model", model("two_inputs.pt"), "--target", "cpu", "--quick", "--json",
+                                     "r.json"};
     args.insert(args.end(), inputs.begin(), inputs.end());
     const auto r = run_mpscheck(args, dir);
     EXPECT_EQ(r.exit_code, 1) << cause << ": " << r.out << r.err;

@@ -8,8 +8,8 @@ using namespace mpscheck::testing;
 
 TEST(SameComputationRun, AReducedTargetRunsEachComputationOnce) {
   const std::string dir = fresh_dir("twins-bf16");
-  const auto r = run_mpscheck({"--ops", "--quick", "--filter", "op/activation/sigmoid/", "--target", "cpu:bfloat16",
-                               "--min-time", "0"}, dir);
+  const auto r = run_mpscheck(
+      {"--ops", "--quick", "--filter", "op/activation/sigmoid/", "--target", "cpu:bfloat16", "--min-time", "0"}, dir);
   ASSERT_TRUE(r.exit_code == 0 || r.exit_code == 1) << r.err;
   EXPECT_NE(r.err.find("4 f32 op cases are the same computation as their bf16 twins"), std::string::npos) << r.err;
   const auto report = read_json_file(dir + "/mpscheck-report/report.json");
@@ -34,8 +34,8 @@ TEST(SameComputationRun, AReducedTargetRunsEachComputationOnce) {
 
 TEST(SameComputationRun, AFloat32TargetRunsEveryF32Case) {
   const std::string dir = fresh_dir("twins-f32");
-  const auto r = run_mpscheck({"--ops", "--quick", "--filter", "op/activation/sigmoid/", "--target", "cpu",
-                               "--min-time", "0"}, dir);
+  const auto r = run_mpscheck(
+      {"--ops", "--quick", "--filter", "op/activation/sigmoid/", "--target", "cpu", "--min-time", "0"}, dir);
   ASSERT_TRUE(r.exit_code == 0 || r.exit_code == 1) << r.err;
   const auto report = read_json_file(dir + "/mpscheck-report/report.json");
   const auto cases = cases_by_id(report);

@@ -10,9 +10,18 @@
 using namespace mpscheck::testing;
 
 namespace {
-const std::vector<std::string> kFaults{"--filter", "op/faults/(abort|healthy|nan|wrong|unsupported)$", "--plugin-dir",
-                                       test_plugins_dir(), "--no-default-plugins", "--target", "cpu", "--quick",
-                                       "--min-time", "0.01", "--timeout", "20"};
+const std::vector<std::string> kFaults{"--filter",
+                                       "op/faults/(abort|healthy|nan|wrong|unsupported)$",
+                                       "--plugin-dir",
+                                       test_plugins_dir(),
+                                       "--no-default-plugins",
+                                       "--target",
+                                       "cpu",
+                                       "--quick",
+                                       "--min-time",
+                                       "0.01",
+                                       "--timeout",
+                                       "20"};
 
 std::vector<std::string> with(std::vector<std::string> args, const std::vector<std::string>& more) {
   args.insert(args.end(), more.begin(), more.end());
@@ -61,8 +70,16 @@ TEST(Expect, MalformedFileExitsTwoNamingTheLineBeforeRunning) {
 
 TEST(Compare, NamesExactlyThePlantedRegression) {
   const std::string dir = fresh_dir("compare");
-  const std::vector<std::string> args{"--filter", "op/faults/(healthy|slow)$", "--plugin-dir", test_plugins_dir(),
-                                      "--no-default-plugins", "--target", "cpu", "--quick", "--min-time", "0.05"};
+  const std::vector<std::string> args{"--filter",
+                                      "op/faults/(healthy|slow)$",
+                                      "--plugin-dir",
+                                      test_plugins_dir(),
+                                      "--no-default-plugins",
+                                      "--target",
+                                      "cpu",
+                                      "--quick",
+                                      "--min-time",
+                                      "0.05"};
   ASSERT_EQ(run_mpscheck(with(args, {"--json", "old.json"}), dir).exit_code, 0);
   ASSERT_EQ(run_mpscheck(with(args, {"--json", "new.json"}), dir).exit_code, 0);
   auto old_report = read_json_file(dir + "/old.json");
@@ -90,8 +107,17 @@ TEST(Compare, NamesExactlyThePlantedRegression) {
 
 TEST(Shards, ThreeMergedShardsEqualTheUnshardedRun) {
   const std::string dir = fresh_dir("shards");
-  std::vector<std::string> base{"--filter", "op/shape/cat|op/faults/(abort|healthy|nan|wrong|throw)$", "--plugin-dir",
-                                test_plugins_dir(), "--target", "cpu", "--quick", "--min-time", "0", "--timeout", "5"};
+  std::vector<std::string> base{"--filter",
+                                "op/shape/cat|op/faults/(abort|healthy|nan|wrong|throw)$",
+                                "--plugin-dir",
+                                test_plugins_dir(),
+                                "--target",
+                                "cpu",
+                                "--quick",
+                                "--min-time",
+                                "0",
+                                "--timeout",
+                                "5"};
   run_mpscheck(with(base, {"--json", "all.json", "--report-dir", "r0"}), dir);
   for (int i = 1; i <= 3; ++i)
     run_mpscheck(with(base, {"--shard", std::to_string(i) + "/3", "--json", "s" + std::to_string(i) + ".json",
@@ -139,10 +165,11 @@ TEST(BugReports, OneFilePerFindingWithReproducerAndEnvironment) {
 
 TEST(BugReports, ReproFromAReportIncludesThePythonScript) {
   const std::string dir = fresh_dir("repro-from");
-  run_mpscheck({"--filter", "op/shape/cat/f32/contiguous/forward", "--target", "cpu", "--quick", "--min-time", "0"}, dir);
-  const auto r = run_mpscheck({"repro", "op/shape/cat/f32/contiguous/forward", "--from", "mpscheck-report/report.json",
-                               "--target", "cpu"},
-                              dir);
+  run_mpscheck({"--filter", "op/shape/cat/f32/contiguous/forward", "--target", "cpu", "--quick", "--min-time", "0"},
+               dir);
+  const auto r = run_mpscheck(
+      {"repro", "op/shape/cat/f32/contiguous/forward", "--from", "mpscheck-report/report.json", "--target", "cpu"},
+      dir);
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("```python\n# mpscheck reproducer"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("torch.cat([a, b], 0)"), std::string::npos);

@@ -37,15 +37,17 @@ TEST(Cells, LabelsSayWhereAFindingAppears) {
   EXPECT_EQ(cell_label({S::Mismatch, S::Mismatch}, {true, true}), "everywhere");
   EXPECT_EQ(cell_label({S::Mismatch, S::Pass}, {true, true}), "cell-specific");
   EXPECT_EQ(cell_label({S::Crash, S::Skip}, {true, false}), "new");  // the other cell did not run it
-  EXPECT_EQ(cell_label({S::Nan, S::Skip}, {true, true}), "new");      // nor could it (skip)
+  EXPECT_EQ(cell_label({S::Nan, S::Skip}, {true, true}), "new");     // nor could it (skip)
   EXPECT_EQ(cell_label({S::Pass, S::Pass}, {true, true}), "");
   EXPECT_EQ(cell_label({S::Unsupported, S::Mismatch, S::Pass}, {true, true, true}), "cell-specific");
 }
 
 TEST(Cells, MergeLabelsEveryCaseAndTheHtmlEscapesMessages) {
-  const std::string a = write_report("a.json", "mps", {{"op/x", Status::Mismatch}, {"op/y", Status::Nan}, {"op/z", Status::Pass},
-                                                      {"op/only_a", Status::Crash}});
-  const std::string b = write_report("b.json", "mps", {{"op/x", Status::Mismatch}, {"op/y", Status::Pass}, {"op/z", Status::Pass}});
+  const std::string a = write_report(
+      "a.json", "mps",
+      {{"op/x", Status::Mismatch}, {"op/y", Status::Nan}, {"op/z", Status::Pass}, {"op/only_a", Status::Crash}});
+  const std::string b =
+      write_report("b.json", "mps", {{"op/x", Status::Mismatch}, {"op/y", Status::Pass}, {"op/z", Status::Pass}});
   bool unexpected = false;
   const CellMatrix m = merge_cells({"macos15=" + a, "macos26=" + b}, unexpected);
   EXPECT_TRUE(unexpected);  // no expectations: every finding is unexpected

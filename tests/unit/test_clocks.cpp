@@ -59,7 +59,9 @@ TEST(Clocks, BackwardDrawsGradOutputOncePerInstance) {
     Catalog catalog;
     op::Family fam(catalog, "fam");
     fam.dtypes({dtype});
-    fam.op("twice", {op::Arg::randn("x", {4, 6})}, [](const at::Tensor& x) { return x * 2; }, "x * 2").add();
+    fam.op(
+           "twice", {op::Arg::randn("x", {4, 6})}, [](const at::Tensor& x) { return x * 2; }, "x * 2")
+        .add();
     mpscheck::Setup setup;
     setup.seed = 5;
     const auto instance =
@@ -85,8 +87,12 @@ TEST(Clocks, AFreshTimedBackwardInstanceDrawsOnce) {
   Catalog catalog;
   op::Family fam(catalog, "fam");
   fam.dtypes({c10::kFloat});
-  fam.op("mul_add", {op::Arg::randn("a", {8, 3}), op::Arg::randn("b", {8, 3})},
-         [](const op::Tensors& t) { return op::Tensors{t[0] * t[1], t[0] + t[1]}; }, "(a * b, a + b)")
+  fam.op(
+         "mul_add", {op::Arg::randn("a", {8, 3}), op::Arg::randn("b", {8, 3})},
+         [](const op::Tensors& t) {
+           return op::Tensors{t[0] * t[1], t[0] + t[1]};
+         },
+         "(a * b, a + b)")
       .add();
   const auto instance = only_backward(catalog).instantiate(mpscheck::Setup{}, Placement{});
   DrawCounter counter;
@@ -185,8 +191,9 @@ TEST(Clocks, AReferenceTimeFromABusyRoundIsNotStored) {
   CachedReference cached;
   bool dirty = false;
   CaseResult r;
-  time_case(w, options, c10::Device(c10::kCPU), c10::kFloat, *tgt, ref, [&] { return w.instantiate({}, {}); },
-            cached, dirty, r);
+  time_case(
+      w, options, c10::Device(c10::kCPU), c10::kFloat, *tgt, ref, [&] { return w.instantiate({}, {}); }, cached, dirty,
+      r);
   ASSERT_TRUE(r.reference_time.has_value());  // the case is still timed and classed
   EXPECT_FALSE(cached.reference_time.has_value());
   EXPECT_FALSE(dirty);

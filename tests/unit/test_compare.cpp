@@ -51,8 +51,8 @@ TEST(Compare, LargeOutputsKeepGlobalIndicesAcrossChunks) {
   const int64_t n = (int64_t{1} << 20) * 3 + 17;
   const at::Tensor ref = at::ones({n});
   at::Tensor tgt = ref.clone();
-  tgt[(int64_t{1} << 20) + 5] = 1.25;                // first bad, in the second chunk
-  tgt[(int64_t{1} << 21) + 9] = 3.0;                 // the worst, in the third
+  tgt[(int64_t{1} << 20) + 5] = 1.25;                    // first bad, in the second chunk
+  tgt[(int64_t{1} << 21) + 9] = 3.0;                     // the worst, in the third
   tgt[n - 1] = std::numeric_limits<float>::quiet_NaN();  // in the short last chunk
   const auto r = compare_tensors("out", ref, tgt, kTol);
   EXPECT_EQ(r.numel, n);
@@ -237,7 +237,8 @@ TEST(CompareIndex, TiedIndicesPassAndAWrongOneFailsByWhatItSelects) {
   EXPECT_NE(out_of_range.note.find("out of range"), std::string::npos);
   // Flattened (argmax over all elements) and same-rank (sort's indices) forms.
   EXPECT_TRUE(compare_index("out", at::scalar_tensor(1, at::kLong), at::scalar_tensor(3, at::kLong),
-                            x.reshape({-1}).slice(0, 0, 4), 0, true).ok);
+                            x.reshape({-1}).slice(0, 0, 4), 0, true)
+                  .ok);
   const at::Tensor sorted_ref = at::tensor({int64_t{0}, int64_t{2}, int64_t{1}, int64_t{3}}, at::kLong).reshape({1, 4});
   const at::Tensor sorted_tie = at::tensor({int64_t{0}, int64_t{2}, int64_t{3}, int64_t{1}}, at::kLong).reshape({1, 4});
   EXPECT_TRUE(compare_index("out", sorted_ref, sorted_tie, x.slice(0, 0, 1), -1, false).ok);
@@ -350,7 +351,8 @@ void expect_same_report(const OutputReport& want, const OutputReport& got, const
   EXPECT_EQ(got.inf_target, want.inf_target);
   EXPECT_TRUE(same_double(got.max_abs, want.max_abs)) << got.max_abs << " vs " << want.max_abs;
   EXPECT_TRUE(same_double(got.max_rel, want.max_rel)) << got.max_rel << " vs " << want.max_rel;
-  EXPECT_TRUE(same_double(got.reference_value, want.reference_value)) << got.reference_value << " vs " << want.reference_value;
+  EXPECT_TRUE(same_double(got.reference_value, want.reference_value))
+      << got.reference_value << " vs " << want.reference_value;
   EXPECT_TRUE(same_double(got.target_value, want.target_value)) << got.target_value << " vs " << want.target_value;
   EXPECT_EQ(got.note, want.note);
   EXPECT_EQ(got.rule, Rule::Tolerance);
@@ -369,7 +371,8 @@ std::pair<at::Tensor, at::Tensor> random_pair(std::int64_t n, c10::ScalarType rd
   const double tiny = rdt == at::kHalf ? 3e-6 : rdt == at::kDouble ? 1e-310 : 1e-40;  // subnormal in rdt
   at::Tensor r = at::empty({n}, at::kDouble), t = at::empty({n}, at::kDouble);
   auto ra = r.accessor<double, 1>();
-  for (std::int64_t i = 0; i < n; ++i) ra[i] = normal(rng) * std::pow(10.0, std::floor(unit(rng) * 7) - 3);  // 1e-3..1e3
+  for (std::int64_t i = 0; i < n; ++i)
+    ra[i] = normal(rng) * std::pow(10.0, std::floor(unit(rng) * 7) - 3);  // 1e-3..1e3
   // Representable in both dtypes, so that the target's error is the one planted below.
   r = r.to(rdt).to(tdt).to(at::kDouble);
   ra = r.accessor<double, 1>();
@@ -380,18 +383,42 @@ std::pair<at::Tensor, at::Tensor> random_pair(std::int64_t n, c10::ScalarType rd
     double tv = rv + (unit(rng) - 0.5) * allowed;  // inside the tolerance
     if (unit(rng) < trouble) {
       switch (static_cast<int>(unit(rng) * 12)) {
-        case 0: tv = nan; break;
-        case 1: rv = nan; break;
-        case 2: rv = tv = nan; break;
-        case 3: rv = tv = (unit(rng) < 0.5 ? inf : -inf); break;
-        case 4: tv = (unit(rng) < 0.5 ? inf : -inf); break;
-        case 5: rv = inf, tv = -inf; break;
-        case 6: rv = tiny * (1 + std::floor(unit(rng) * 4)), tv = (unit(rng) < 0.5 ? rv : -rv); break;
-        case 7: rv = 0.0, tv = -0.0; break;
-        case 8: rv = -0.0, tv = unit(rng) < 0.5 ? 0.0 : tiny; break;
-        case 9: tv = rv * 2 + 1; break;                                            // grossly wrong
-        case 10: tv = rv + allowed * (unit(rng) < 0.5 ? 1.0 : 1.0000001); break;  // on the edge
-        default: tv = rv; break;
+        case 0:
+          tv = nan;
+          break;
+        case 1:
+          rv = nan;
+          break;
+        case 2:
+          rv = tv = nan;
+          break;
+        case 3:
+          rv = tv = (unit(rng) < 0.5 ? inf : -inf);
+          break;
+        case 4:
+          tv = (unit(rng) < 0.5 ? inf : -inf);
+          break;
+        case 5:
+          rv = inf, tv = -inf;
+          break;
+        case 6:
+          rv = tiny * (1 + std::floor(unit(rng) * 4)), tv = (unit(rng) < 0.5 ? rv : -rv);
+          break;
+        case 7:
+          rv = 0.0, tv = -0.0;
+          break;
+        case 8:
+          rv = -0.0, tv = unit(rng) < 0.5 ? 0.0 : tiny;
+          break;
+        case 9:
+          tv = rv * 2 + 1;
+          break;  // grossly wrong
+        case 10:
+          tv = rv + allowed * (unit(rng) < 0.5 ? 1.0 : 1.0000001);
+          break;  // on the edge
+        default:
+          tv = rv;
+          break;
       }
     }
     ra[i] = rv, ta[i] = tv;
@@ -402,8 +429,8 @@ std::pair<at::Tensor, at::Tensor> random_pair(std::int64_t n, c10::ScalarType rd
 struct DtypePair {
   c10::ScalarType reference, target;
 };
-const DtypePair kFastPairs[] = {{at::kFloat, at::kFloat},   {at::kHalf, at::kHalf},  {at::kBFloat16, at::kBFloat16},
-                                {at::kFloat, at::kHalf},    {at::kFloat, at::kBFloat16}, {at::kDouble, at::kDouble}};
+const DtypePair kFastPairs[] = {{at::kFloat, at::kFloat}, {at::kHalf, at::kHalf},      {at::kBFloat16, at::kBFloat16},
+                                {at::kFloat, at::kHalf},  {at::kFloat, at::kBFloat16}, {at::kDouble, at::kDouble}};
 // Lengths around the vector widths (4, 8, 16 lanes) and the 1024-element block.
 const std::int64_t kLengths[] = {1, 3, 7, 17, 1023, 1024, 1025, 3 * 1024 + 517};
 
@@ -573,17 +600,18 @@ TEST(CompareFastPass, Float32RoundingNeverHidesAnElement) {
   };
   // A new largest error whose float32 difference rounds down onto the old one: 2^30 + 63 reads as
   // 2^30 in float32, a tie; only an exact difference shows it is larger.
-  check(at::kBFloat16, 0, std::ldexp(1, 30), -63, std::ldexp(1, 30), Tolerance{.rtol = 0, .atol = std::ldexp(1, 31)}, "bfloat16 tie");
+  check(at::kBFloat16, 0, std::ldexp(1, 30), -63, std::ldexp(1, 30), Tolerance{.rtol = 0, .atol = std::ldexp(1, 31)},
+        "bfloat16 tie");
   check(at::kHalf, 0, 32768, -std::ldexp(1, -9), 32768, Tolerance{.rtol = 0, .atol = 65536}, "float16 tie");
   // The same without quantized inputs: 1 + 2^-29 reads as 1 in float32, below the largest error
   // so far, 1 + 2^-30, once that is rounded to float32.
-  check(at::kFloat, std::ldexp(127, -30), 1 + std::ldexp(1, -23), -std::ldexp(1, -29), 1, Tolerance{.rtol = 0, .atol = 4},
-        "float32 margin");
+  check(at::kFloat, std::ldexp(127, -30), 1 + std::ldexp(1, -23), -std::ldexp(1, -29), 1,
+        Tolerance{.rtol = 0, .atol = 4}, "float32 margin");
   // A tolerance that underflows: rtol |r| is 0.99 of the smallest subnormal, which float32 rounds
   // up to the subnormal itself, and a difference of one subnormal is outside it. Element 0 sets
   // a large relative error so that the relative test does not already flag the element.
-  check(at::kFloat, std::ldexp(1, -130), 1, std::ldexp(3, -149), std::ldexp(4, -149), Tolerance{.rtol = 0.33, .atol = 0},
-        "underflowing tolerance");
+  check(at::kFloat, std::ldexp(1, -130), 1, std::ldexp(3, -149), std::ldexp(4, -149),
+        Tolerance{.rtol = 0.33, .atol = 0}, "underflowing tolerance");
 }
 
 // Outputs equal element by element (the target's first element a -0.0 where the reference has
@@ -607,10 +635,8 @@ TEST(CompareFastPass, EqualOutputsReportTheReferencesFirstValueOnBothSides) {
 // of a vector and the elements past the last whole vector must be seen.
 namespace {
 
-const DtypePair kHalfPairs[] = {{at::kHalf, at::kHalf},
-                                {at::kBFloat16, at::kBFloat16},
-                                {at::kFloat, at::kHalf},
-                                {at::kFloat, at::kBFloat16}};
+const DtypePair kHalfPairs[] = {
+    {at::kHalf, at::kHalf}, {at::kBFloat16, at::kBFloat16}, {at::kFloat, at::kHalf}, {at::kFloat, at::kBFloat16}};
 
 // Reference and target of about unit size (1e-3..1e3 here and there) a rounding step or a few
 // apart in places: the target is the reference moved by up to `spread` relatively, then rounded.
@@ -663,7 +689,8 @@ TEST(CompareHalfLanes, RandomSpecialValuesInQuantizedOutputsMatchThePlainReading
   std::uint64_t seed = 100;
   int compared = 0;
   for (const auto& p : kHalfPairs)
-    for (const std::int64_t n : {std::int64_t{5}, std::int64_t{13}, std::int64_t{1024 + 7}, std::int64_t{3 * 1024 + 13}})
+    for (const std::int64_t n :
+         {std::int64_t{5}, std::int64_t{13}, std::int64_t{1024 + 7}, std::int64_t{3 * 1024 + 13}})
       for (const double rate : {0.0, 1e-3, 1e-2, 0.2})
         for (const auto& tol : tols) {
           std::mt19937_64 rng(seed);

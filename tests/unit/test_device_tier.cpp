@@ -34,7 +34,8 @@ TEST(DeviceTier, TheHostedRunnersVirtualGpuIsParavirtualByItsName) {
 }
 
 TEST(DeviceTier, ANativeDeviceWhoseCasesNeedMoreThanItRecommendsIsConstrained) {
-  const std::vector<CaseResult> fits{result("op/a", Status::Pass, 100, 1000), result("op/b", Status::Mismatch, 10, 1000)};
+  const std::vector<CaseResult> fits{result("op/a", Status::Pass, 100, 1000),
+                                     result("op/b", Status::Mismatch, 10, 1000)};
   EXPECT_EQ(tier_after_run(Tier{}, fits).name, "native");
   std::vector<CaseResult> over = fits;
   over.push_back(result("model/big/train", Status::Memory, 3 << 20, 1 << 20));
@@ -50,7 +51,8 @@ TEST(DeviceTier, FindingsAreMarkedAndExpectationLinesKeyedByTierMatchOnlyThere) 
   std::vector<CaseResult> cases{result("op/softmax/softmax/f16/contiguous/forward", Status::Mismatch),
                                 result("op/softmax/softmax/f32/contiguous/forward", Status::Pass)};
   nlohmann::json env = {{"torch_version", "2.13.0"}, {"os", "macOS 15.3"}};
-  const auto lines = parse_expectations("op/softmax/.*  mismatch  tier=paravirtual  # hosted runner only\n", "t.expect");
+  const auto lines =
+      parse_expectations("op/softmax/.*  mismatch  tier=paravirtual  # hosted runner only\n", "t.expect");
 
   apply_tier(Tier{}, env, cases);
   EXPECT_EQ(env.at("tier"), "native");

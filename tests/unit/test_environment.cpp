@@ -40,7 +40,9 @@ TEST(EnvironmentWarnings, SlowMatmulIsFlaggedWhateverTheLinking) {
 }
 
 TEST(EnvironmentWarnings, MpsFallbackAndThreadsAreFlagged) {
-  nlohmann::json env{{"blas", nlohmann::json::array()}, {"threads", 1}, {"cores", 8},
+  nlohmann::json env{{"blas", nlohmann::json::array()},
+                     {"threads", 1},
+                     {"cores", 8},
                      {"variables", {{"PYTORCH_ENABLE_MPS_FALLBACK", "1"}}}};
   const auto w = environment_warnings(env);
   ASSERT_EQ(w.size(), 2u);
@@ -59,8 +61,9 @@ TEST(EnvironmentWarnings, ThisMachinesBaselineMultipliesAtOptimisedSpeed) {
 // `blas` names the library from what LibTorch reports, never "none" or [] while MKL runs: the pip
 // wheel links MKL statically, so no library shows in the process map (issue: `blas []` on MKL).
 TEST(Environment, BlasIsNamedFromWhatLibTorchReports) {
-  const std::string mkl_info = "ATen/Parallel:\n\tat::get_num_threads() : 2\nIntel(R) oneAPI Math Kernel Library "
-                               "Version 2024.2-Product Build 20240605 for Intel(R) 64 architecture applications\n";
+  const std::string mkl_info =
+      "ATen/Parallel:\n\tat::get_num_threads() : 2\nIntel(R) oneAPI Math Kernel Library "
+      "Version 2024.2-Product Build 20240605 for Intel(R) 64 architecture applications\n";
   EXPECT_EQ(blas_name(mkl_info, "  - BLAS_INFO=mkl\n", {}),
             "MKL 2024.2 (ATen reports it at run time); LibTorch's build: BLAS_INFO=mkl");
   EXPECT_EQ(blas_name("", "  - BLAS_INFO=open\n", {"/usr/lib/x86_64-linux-gnu/libopenblas.so.0"}),
@@ -91,10 +94,12 @@ TEST(Environment, BlockNamesTheLibTorchItWasBuiltAgainst) {
 // Duplicated runtimes are what a triager asks about first: two OpenMP runtimes in one process
 // compete for threads. This process has the wheel's own libgomp and no other.
 TEST(Environment, OpenMpRuntimesAreListedAndTwoAreAWarning) {
-  EXPECT_EQ(mpscheck::openmp_runtimes_among({"/usr/lib/libc.so.6", "/opt/torch/lib/libgomp.so.1", "/opt/homebrew/lib/libomp.dylib",
-                                   "/usr/lib/libgomp-plugin.txt", "/x/libompl.so"}),
+  EXPECT_EQ(mpscheck::openmp_runtimes_among({"/usr/lib/libc.so.6", "/opt/torch/lib/libgomp.so.1",
+                                             "/opt/homebrew/lib/libomp.dylib", "/usr/lib/libgomp-plugin.txt",
+                                             "/x/libompl.so"}),
             (std::vector<std::string>{"/opt/homebrew/lib/libomp.dylib", "/opt/torch/lib/libgomp.so.1"}));
-  EXPECT_EQ(mpscheck::openmp_runtimes_among({"/w/torch.libs/libgomp-a34b3233.so.1", "/opt/intel/libiomp5.so"}).size(), 2u);
+  EXPECT_EQ(mpscheck::openmp_runtimes_among({"/w/torch.libs/libgomp-a34b3233.so.1", "/opt/intel/libiomp5.so"}).size(),
+            2u);
   const auto here = mpscheck::openmp_runtimes_among(mpscheck::loaded_libraries());
   ASSERT_EQ(here.size(), 1u) << ::testing::PrintToString(here);
   EXPECT_NE(here[0].find("libgomp"), std::string::npos) << here[0];

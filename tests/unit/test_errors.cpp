@@ -200,9 +200,10 @@ TEST(FallbackWarnings, EveryPhrasingOfPyTorch2IsAFallbackWhateverTheCase) {
   // Warnings that are no CPU fallback.
   EXPECT_FALSE(is_fallback_warning("Casting complex values to real discards the imaginary part"));
   // ATen/native/mps/operations/Pad.mm: slower, but on the device.
-  EXPECT_FALSE(is_fallback_warning("MPS: The constant padding of more than 3 dimensions is not currently supported "
-                                   "natively. It uses View Ops default implementation to run. This may have "
-                                   "performance implications."));
+  EXPECT_FALSE(
+      is_fallback_warning("MPS: The constant padding of more than 3 dimensions is not currently supported "
+                          "natively. It uses View Ops default implementation to run. This may have "
+                          "performance implications."));
 }
 
 TEST(ExceptionMessages, OneTidyLine) {

@@ -35,7 +35,8 @@ bool expected_under(const std::string& line, CaseResult c) {
 }  // namespace
 
 TEST(ExpectationBounds, ParsesEachBound) {
-  const auto e = parse_expectations("op/x/.*  mismatch  max_abs<=1e-2 max_rel<=0.5 count<=32  # accuracy\n", "b.expect");
+  const auto e =
+      parse_expectations("op/x/.*  mismatch  max_abs<=1e-2 max_rel<=0.5 count<=32  # accuracy\n", "b.expect");
   ASSERT_EQ(e.size(), 1u);
   EXPECT_DOUBLE_EQ(e[0].max_abs, 1e-2);
   EXPECT_DOUBLE_EQ(e[0].max_rel, 0.5);

@@ -8,9 +8,13 @@ using namespace mpscheck;
 
 namespace {
 
-const nlohmann::json kMac15{{"torch_version", "2.13.0"}, {"os", "macOS 15.3"},     {"os_version", "15.3"},
-                            {"cpu", "Apple M2 Pro"},     {"gpu_family", "apple8"}};
-const nlohmann::json kMac26{{"torch_version", "2.13.0"}, {"os", "macOS 26.1"}, {"cpu", "Apple M1"}};  // no os_version: from "os"
+const nlohmann::json kMac15{{"torch_version", "2.13.0"},
+                            {"os", "macOS 15.3"},
+                            {"os_version", "15.3"},
+                            {"cpu", "Apple M2 Pro"},
+                            {"gpu_family", "apple8"}};
+const nlohmann::json kMac26{
+    {"torch_version", "2.13.0"}, {"os", "macOS 26.1"}, {"cpu", "Apple M1"}};  // no os_version: from "os"
 
 CaseResult finding(Status s) {
   CaseResult r;
@@ -94,9 +98,12 @@ TEST(ExpectationKeys, APerformanceLineKnowsASlowCaseAndFlagsOneThatIsNoLongerSlo
 }
 
 TEST(ExpectationKeys, BadKeysStopWithTheFileLineAndWhatToWrite) {
-  EXPECT_NE(parse_error("op/x  mismatch  os>=fifteen\n").find("k.expect:1: 'os>=fifteen' needs a version"), std::string::npos);
-  EXPECT_NE(parse_error("op/x  mismatch  cause=speed\n").find("unknown cause 'speed' (use unimplemented"), std::string::npos);
-  EXPECT_NE(parse_error("op/x  crash  cause=accuracy\n").find("status 'crash' is never of cause 'accuracy'"), std::string::npos);
+  EXPECT_NE(parse_error("op/x  mismatch  os>=fifteen\n").find("k.expect:1: 'os>=fifteen' needs a version"),
+            std::string::npos);
+  EXPECT_NE(parse_error("op/x  mismatch  cause=speed\n").find("unknown cause 'speed' (use unimplemented"),
+            std::string::npos);
+  EXPECT_NE(parse_error("op/x  crash  cause=accuracy\n").find("status 'crash' is never of cause 'accuracy'"),
+            std::string::npos);
   EXPECT_NE(parse_error("op/x  mismatch  cause=performance\n").find("takes * as its status"), std::string::npos);
   EXPECT_NE(parse_error("op/x  mismatch  chip=\n").find("'chip=' needs a value"), std::string::npos);
 }
@@ -123,13 +130,16 @@ TEST(ExpectFrom, OneReasonedLinePerFindingKeyedToTheReportsTargetTorchAndOs) {
   fine.id = "op/add";
   report.cases = {wrong, missing, fine};
   const std::string text = expectations_from_report(report, "r.json");
-  EXPECT_NE(text.find("^op/softmax/softmax/f16/contiguous/forward$  mismatch  target=mps:float16  torch>=2.13 torch<2.14  "
-                      "os=macOS os>=15 os<16  cause=accuracy  max_abs<=0.016 max_rel<=0.62 count<=37  # out: 29 of 64 "
-                      "elements off, max abs error 0.008; against float64 the target is the wrong side\n"),
-            std::string::npos)
+  EXPECT_NE(
+      text.find("^op/softmax/softmax/f16/contiguous/forward$  mismatch  target=mps:float16  torch>=2.13 torch<2.14  "
+                "os=macOS os>=15 os<16  cause=accuracy  max_abs<=0.016 max_rel<=0.62 count<=37  # out: 29 of 64 "
+                "elements off, max abs error 0.008; against float64 the target is the wrong side\n"),
+      std::string::npos)
       << text;
-  EXPECT_NE(text.find("^op/conv/conv3d/f16/contiguous/forward$  unsupported  target=mps:float16"), std::string::npos) << text;
-  EXPECT_NE(text.find("cause=unimplemented  # no mps:float16 Half kernel for slow_conv3d_forward"), std::string::npos) << text;
+  EXPECT_NE(text.find("^op/conv/conv3d/f16/contiguous/forward$  unsupported  target=mps:float16"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("cause=unimplemented  # no mps:float16 Half kernel for slow_conv3d_forward"), std::string::npos)
+      << text;
   EXPECT_EQ(text.find("op/add"), std::string::npos);
   // Read back, the draft expects exactly these findings on this machine.
   std::vector<CaseResult> cases = report.cases;

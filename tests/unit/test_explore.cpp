@@ -121,15 +121,20 @@ TEST(Explore, AFailureAtSmallSizesIsBisectedUpward) {
 TEST(Explore, NoFailureNoFindingAndTheSameVariantsForTheSameSeed) {
   const ShapedCase mm("op/linalg/mm/f32/contiguous/forward", {{"a", {24, 40}}, {"b", {40, 16}}});
   int first = 0, second = 0;
-  EXPECT_TRUE(explore_with(mm, [](const auto&) { return false; }, &first).findings.empty());
-  EXPECT_TRUE(explore_with(mm, [](const auto&) { return false; }, &second).findings.empty());
+  EXPECT_TRUE(explore_with(
+                  mm, [](const auto&) { return false; }, &first)
+                  .findings.empty());
+  EXPECT_TRUE(explore_with(
+                  mm, [](const auto&) { return false; }, &second)
+                  .findings.empty());
   EXPECT_EQ(first, second);
   EXPECT_GT(first, 30);
 }
 
 TEST(Explore, VariantIdsRoundTripAndBadOnesSayWhy) {
   const std::vector<InputShape> declared = {{"a", {24, 40}}, {"b", {40, 16}}};
-  EXPECT_EQ(variant_id("op/l/mm/f32/contiguous/forward", declared, {{24, 40}, {40, 16}}), "op/l/mm/f32/contiguous/forward");
+  EXPECT_EQ(variant_id("op/l/mm/f32/contiguous/forward", declared, {{24, 40}, {40, 16}}),
+            "op/l/mm/f32/contiguous/forward");
   const std::string id = variant_id("op/l/mm/f32/contiguous/forward", declared, {{1, 7}, {7, 16}});
   EXPECT_EQ(id, "op/l/mm/f32/contiguous/forward@a=1x7,b=7x16");
   const auto v = parse_variant_id(id);
@@ -146,9 +151,9 @@ TEST(Explore, VariantIdsRoundTripAndBadOnesSayWhy) {
 
 TEST(Explore, LayoutIdsRoundTripAndBadOnesSayWhy) {
   const std::vector<InputShape> declared = {{"x", {4, 8, 16, 16}, "contiguous"}, {"w", {8}, "contiguous"}};
-  const std::string id = variant_id("op/p/avg/f32/contiguous/forward", declared,
-                                    std::vector<InputVariant>{{{4, 8, 16, 16}, InputLayout::ChannelsLast, 3},
-                                                              {{8}, InputLayout::Declared, 0}});
+  const std::string id = variant_id(
+      "op/p/avg/f32/contiguous/forward", declared,
+      std::vector<InputVariant>{{{4, 8, 16, 16}, InputLayout::ChannelsLast, 3}, {{8}, InputLayout::Declared, 0}});
   EXPECT_EQ(id, "op/p/avg/f32/contiguous/forward@x=4x8x16x16+cl+off3");
   const auto v = parse_variant_id(id);
   ASSERT_TRUE(v);
@@ -188,8 +193,9 @@ TEST(Explore, ALayoutFailureIsMinimisedToItsLayoutAndOffset) {
   EXPECT_EQ(f.pattern, "layout");
   EXPECT_EQ(f.layout, "x channels_last at storage offset 1");
   EXPECT_EQ(f.first_failing, 1);
-  EXPECT_EQ(f.summary, "wrong for x channels_last at storage offset 1; at offset 0 it passes, 2 passes and 3 fails "
-                       "(odd offsets), x contiguous at storage offset 1 passes");
+  EXPECT_EQ(f.summary,
+            "wrong for x channels_last at storage offset 1; at offset 0 it passes, 2 passes and 3 fails "
+            "(odd offsets), x contiguous at storage offset 1 passes");
 }
 
 TEST(Explore, AnOffsetThatFailsInAnyLayoutIsNotPinnedOnTheLayout) {
@@ -198,13 +204,16 @@ TEST(Explore, AnOffsetThatFailsInAnyLayoutIsNotPinnedOnTheLayout) {
   ASSERT_EQ(out.findings.size(), 1u);
   EXPECT_EQ(out.findings[0].id, "op/x/y/f32/transposed/forward@x=1x1+off2");
   EXPECT_EQ(out.findings[0].layout, "x transposed at storage offset 2");
-  EXPECT_EQ(out.findings[0].summary, "wrong for x transposed at storage offset 2; at offset 0 it passes, offset 3 fails too");
+  EXPECT_EQ(out.findings[0].summary,
+            "wrong for x transposed at storage offset 2; at offset 0 it passes, offset 3 fails too");
 }
 
 TEST(Explore, LayoutsAreTriedOnlyWhereTheRankAllows) {
   const ShapedCase c("op/x/y/f32/contiguous/forward", {{"v", {7}, "contiguous"}});
   std::vector<std::string> ran;
-  EXPECT_TRUE(explore_layouts_with(c, [](const auto&) { return false; }, &ran).findings.empty());
+  EXPECT_TRUE(explore_layouts_with(
+                  c, [](const auto&) { return false; }, &ran)
+                  .findings.empty());
   for (const auto& id : ran) {
     EXPECT_EQ(id.find("+t"), std::string::npos) << id;
     EXPECT_EQ(id.find("+cl"), std::string::npos) << id;

@@ -40,8 +40,9 @@ const char* kTable =
 }  // namespace
 
 TEST(Fingerprint, IsOpDtypeLayoutStatusAndTheErrorWithoutItsNumbers) {
-  const auto a = fingerprint_of(finding("op/conv/conv2d/f16/contiguous/forward", Status::Unsupported,
-                                        "\"slow_conv2d_cpu\" not implemented for 'Half' (tensor 0x7f00ab12, 64 bytes)"));
+  const auto a =
+      fingerprint_of(finding("op/conv/conv2d/f16/contiguous/forward", Status::Unsupported,
+                             "\"slow_conv2d_cpu\" not implemented for 'Half' (tensor 0x7f00ab12, 64 bytes)"));
   EXPECT_EQ(a.op, "op/conv/conv2d");
   EXPECT_EQ(a.dtype, "f16");
   EXPECT_EQ(a.layout, "contiguous");
@@ -54,8 +55,9 @@ TEST(Fingerprint, IsOpDtypeLayoutStatusAndTheErrorWithoutItsNumbers) {
   // Another layout, dtype or status is another fingerprint; a numbers finding is keyed by its outputs.
   EXPECT_NE(fingerprint_of(finding("op/conv/conv2d/f16/transposed/forward", Status::Unsupported, "x")).text(),
             fingerprint_of(finding("op/conv/conv2d/f16/contiguous/forward", Status::Unsupported, "x")).text());
-  EXPECT_EQ(fingerprint_of(finding("op/unary/exp/f16/contiguous/forward", Status::Mismatch, "3 of 64 off", "out")).text(),
-            "op/unary/exp f16 contiguous mismatch out");
+  EXPECT_EQ(
+      fingerprint_of(finding("op/unary/exp/f16/contiguous/forward", Status::Mismatch, "3 of 64 off", "out")).text(),
+      "op/unary/exp f16 contiguous mismatch out");
   const auto model = fingerprint_of(finding("model/vae/train", Status::Nan, "loss", "loss/step3"));
   EXPECT_EQ(model.op, "model/vae");
   EXPECT_EQ(model.dtype, "model");
@@ -73,8 +75,8 @@ TEST(Fingerprint, TheTableSaysKnownWithItsVersionsOrNew) {
   // The signature must be in the error: another error of the same op is new.
   const auto other = fingerprint_of(finding("op/conv/conv2d/f16/contiguous/forward", Status::Unsupported, "no kernel"));
   EXPECT_EQ(known_text(match_known_issue(table, other)), "new");
-  EXPECT_EQ(known_text(match_known_issue(table, fingerprint_of(finding("op/unary/exp/bf16/contiguous/forward",
-                                                                           Status::Mismatch, "", "out")))),
+  EXPECT_EQ(known_text(match_known_issue(
+                table, fingerprint_of(finding("op/unary/exp/bf16/contiguous/forward", Status::Mismatch, "", "out")))),
             "new");
 }
 

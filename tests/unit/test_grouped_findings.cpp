@@ -26,20 +26,22 @@ TEST(FindingsByOp, GroupsEveryCaseOfAnOpIntoOneMatrix) {
              with("op/activation/sigmoid/bf16/contiguous/forward", Status::Pass),
              with("op/activation/sigmoid/f16/sliced/backward", Status::Mismatch),
              with("op/activation/sigmoid/f32/transposed/forward", Status::Pass),
-             with("model/vae/train", Status::Nan), with("model/vae/infer", Status::Pass),
-             with("op/faults/wrong", Status::Mismatch), with("op/binary/mul/f32/contiguous/forward", Status::Pass)};
+             with("model/vae/train", Status::Nan),
+             with("model/vae/infer", Status::Pass),
+             with("op/faults/wrong", Status::Mismatch),
+             with("op/binary/mul/f32/contiguous/forward", Status::Pass)};
   const auto groups = findings_by_op(r);
-  ASSERT_EQ(groups.size(), 4u);  // mul has no finding: no group
-  EXPECT_EQ(groups[0].key, "op/binary/add");  // crash: the worst
-  EXPECT_EQ(groups[1].key, "model/vae");      // nan
+  ASSERT_EQ(groups.size(), 4u);                       // mul has no finding: no group
+  EXPECT_EQ(groups[0].key, "op/binary/add");          // crash: the worst
+  EXPECT_EQ(groups[1].key, "model/vae");              // nan
   EXPECT_EQ(groups[2].key, "op/activation/sigmoid");  // two mismatches before one
   EXPECT_EQ(groups[3].key, "op/faults/wrong");
   const OpGroup& sigmoid = groups[2];
   EXPECT_EQ(sigmoid.cases, 4);
   EXPECT_EQ(sigmoid.findings.size(), 2u);
   EXPECT_EQ(sigmoid.rows, (std::vector<std::string>{"bf16", "f16", "f32"}));
-  EXPECT_EQ(sigmoid.columns,
-            (std::vector<std::string>{"contiguous/backward", "contiguous/forward", "sliced/backward", "transposed/forward"}));
+  EXPECT_EQ(sigmoid.columns, (std::vector<std::string>{"contiguous/backward", "contiguous/forward", "sliced/backward",
+                                                       "transposed/forward"}));
   EXPECT_EQ(sigmoid.cells.at({"f32", "transposed/forward"})->status, Status::Pass);
   EXPECT_FALSE(sigmoid.cells.count({"f16", "contiguous/forward"}));
   EXPECT_EQ(groups[1].rows, std::vector<std::string>{"model"});

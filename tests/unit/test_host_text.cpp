@@ -29,7 +29,7 @@ TEST(HostText, EveryStringAndKeyOfAJsonValueIsRepaired) {
 TEST(HostText, ARefusalIsOneUtf8LineAndValidTextIsNotRefused) {
   EXPECT_FALSE(not_utf8("--model", "caf\xC3\xA9.pt").has_value());
   EXPECT_FALSE(not_utf8("--model", "line\nbreak.pt").has_value());  // odd but valid: the worker gets it intact
-  const auto refusal = not_utf8("--model", "m\xE9\n.pt");  // found by tests/fuzz/fuzz_host_text
+  const auto refusal = not_utf8("--model", "m\xE9\n.pt");           // found by tests/fuzz/fuzz_host_text
   ASSERT_TRUE(refusal.has_value());
   EXPECT_EQ(refusal->find('\n'), std::string::npos) << *refusal;
   EXPECT_EQ(refusal->rfind("--model 'm" + kReplacement + kReplacement + ".pt' is not valid UTF-8", 0), 0u) << *refusal;

@@ -79,9 +79,9 @@ TEST(Journal, DamagedLinesAreCountedNotFatal) {
       "{\"mpscheck_journal\":1,\"target\":\"cpu\"}\n"
       "{\"id\":\"a\",\"status\":\"pass\"}\n"
       "{\"id\":\"b\",\"status\":\"no-such-status\"}\n"  // unknown status
-      "[1,2,3]\n"                                        // not an object
+      "[1,2,3]\n"                                       // not an object
       "{\"id\":\"c\",\"status\":\"crash\"}\n"
-      "{\"id\":\"d\",\"sta";                              // torn by a kill
+      "{\"id\":\"d\",\"sta";  // torn by a kill
   const auto c = parse_journal(text, "j.jsonl");
   ASSERT_EQ(c.results.size(), 2u);
   EXPECT_EQ(c.results[1].id, "c");

@@ -16,8 +16,9 @@ const mpscheck::Setup kSetup{.seed = 3, .quick = true};
 // a head tapped as code.
 struct StackImpl : nn::Module {
   StackImpl()
-      : seq(register_module("seq", nn::Sequential(nn::Conv2d(nn::Conv2dOptions(3, 4, 3).stride(2).padding(1)),
-                                                  nn::BatchNorm2d(4), nn::LeakyReLU(nn::LeakyReLUOptions().negative_slope(0.2))))),
+      : seq(register_module(
+            "seq", nn::Sequential(nn::Conv2d(nn::Conv2dOptions(3, 4, 3).stride(2).padding(1)), nn::BatchNorm2d(4),
+                                  nn::LeakyReLU(nn::LeakyReLUOptions().negative_slope(0.2))))),
         fc(register_module("fc", nn::Linear(4 * 4 * 4, 2))) {}
   at::Tensor forward(const at::Tensor& x) {
     at::Tensor a = stack(x), b = stack(x * 2);
@@ -62,7 +63,8 @@ TEST(LayerCall, SpellsAConvWithItsOptionsAndKeepsItsInputAndParameters) {
   // The input of the first call is the batch itself; the op on it gives the traced output.
   const Outputs trace = instance->trace_layers();
   ASSERT_EQ(trace.at(0).name, "seq.0");
-  const at::Tensor again = at::conv2d(call.tensors[0].value, call.tensors[1].value, call.tensors[2].value, {2, 2}, {1, 1});
+  const at::Tensor again =
+      at::conv2d(call.tensors[0].value, call.tensors[1].value, call.tensors[2].value, {2, 2}, {1, 1});
   EXPECT_TRUE(at::allclose(again, trace.at(0).value));
 }
 
@@ -79,8 +81,9 @@ TEST(LayerCall, BatchNormInTrainingUsesTheBatchStatisticsAndItsSpelledOptions) {
   const model::ModelWorkload<Stack> train(stack_def(), /*train=*/true), infer(stack_def(), /*train=*/false);
   const LayerCall t = train.instantiate(kSetup, Placement{})->layer_call("seq.1", 0);
   const LayerCall i = infer.instantiate(kSetup, Placement{})->layer_call("seq.1", 0);
-  EXPECT_EQ(t.python, "torch.nn.functional.batch_norm(x, running_mean, running_var, weight, bias, training=True, "
-                      "momentum=0.1, eps=1e-05)");
+  EXPECT_EQ(t.python,
+            "torch.nn.functional.batch_norm(x, running_mean, running_var, weight, bias, training=True, "
+            "momentum=0.1, eps=1e-05)");
   EXPECT_NE(i.python.find("training=False"), std::string::npos) << i.python;
   EXPECT_EQ(names(t.tensors), (std::vector<std::string>{"x", "running_mean", "running_var", "weight", "bias"}));
   const LayerCall leaky = infer.instantiate(kSetup, Placement{})->layer_call("seq.2", 0);

@@ -92,7 +92,8 @@ TEST(MemoryRule, OutOfMemoryOnTheTargetIsMemoryNotError) {
         "Tried to allocate 256 MB on private pool.",
         "CUDA out of memory. Tried to allocate 2.00 GiB (GPU 0; 15.78 GiB total capacity)",
         "DefaultCPUAllocator: not enough memory: you tried to allocate 68719476736 bytes.",
-        "sim backend out of memory (sim allocated: 0 bytes, max allowed: 0 bytes). Tried to allocate 64 bytes on the sim "
+        "sim backend out of memory (sim allocated: 0 bytes, max allowed: 0 bytes). Tried to allocate 64 bytes on the "
+        "sim "
         "device."}) {
     EXPECT_TRUE(is_out_of_memory(m)) << m;
     EXPECT_EQ(classify_exception(m), Status::Memory) << m;
@@ -154,9 +155,10 @@ TEST(MemoryReports, EveryFormatCarriesTheFiguresAndTheFinding) {
   recommend(fits);
   report.cases = {over, fits};
   const std::string csv = render_csv_for_tests(report);
-  EXPECT_NE(csv.find("peak_allocated_bytes,driver_peak_bytes,process_peak_bytes,recommended_max_bytes"), std::string::npos);
-  EXPECT_NE(csv.find(std::to_string(2150 * kMiB) + "," + std::to_string(4300 * kMiB) + "," + std::to_string(300 * kMiB) +
-                     "," + std::to_string(1536 * kMiB)),
+  EXPECT_NE(csv.find("peak_allocated_bytes,driver_peak_bytes,process_peak_bytes,recommended_max_bytes"),
+            std::string::npos);
+  EXPECT_NE(csv.find(std::to_string(2150 * kMiB) + "," + std::to_string(4300 * kMiB) + "," +
+                     std::to_string(300 * kMiB) + "," + std::to_string(1536 * kMiB)),
             std::string::npos)
       << csv;
   const std::string md = render_markdown(report);

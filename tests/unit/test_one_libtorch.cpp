@@ -91,12 +91,14 @@ TEST(ElfDependencies, AnythingElseIsNotReadAndNeverCrashes) {
   std::ifstream real(kOther, std::ios::binary);
   const std::string bytes((std::istreambuf_iterator<char>(real)), std::istreambuf_iterator<char>());
   // Every truncation of a real file, then garbage with an ELF magic.
-  for (std::size_t n : {std::size_t{0}, std::size_t{3}, std::size_t{20}, std::size_t{64}, std::size_t{200},
-                        bytes.size() / 2}) {
+  for (std::size_t n :
+       {std::size_t{0}, std::size_t{3}, std::size_t{20}, std::size_t{64}, std::size_t{200}, bytes.size() / 2}) {
     std::ofstream(dir / "cut.so", std::ios::binary) << bytes.substr(0, n);
     EXPECT_NO_THROW(read_elf_dependencies(dir / "cut.so")) << n;
   }
-  std::string junk = "\x7f" "ELF\x02\x01";
+  std::string junk =
+      "\x7f"
+      "ELF\x02\x01";
   junk += std::string(4096, '\xff');
   std::ofstream(dir / "junk.so", std::ios::binary) << junk;
   EXPECT_FALSE(read_elf_dependencies(dir / "junk.so").has_value());

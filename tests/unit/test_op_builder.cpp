@@ -30,12 +30,14 @@ TEST(OpBuilder, FamilyDefaultsGiveEveryDtypeItsVariantsInOrder) {
   Catalog catalog;
   Family fam(catalog, "fam");
   fam.dtypes(dtypes::floats).variants({Variant::contiguous(), Variant::transposed()}, {Variant::sliced()});
-  fam.op("tanh", {Arg::randn("x", {4, 6})}, [](const at::Tensor& x) { return at::tanh(x); }, "torch.tanh(x)").add();
-  EXPECT_EQ(ids(catalog), (std::vector<std::string>{
-                              "op/fam/tanh/f32/contiguous/forward", "op/fam/tanh/f32/contiguous/backward",
-                              "op/fam/tanh/f32/transposed/forward", "op/fam/tanh/f32/transposed/backward",
-                              "op/fam/tanh/f16/sliced/forward", "op/fam/tanh/f16/sliced/backward",
-                              "op/fam/tanh/bf16/sliced/forward", "op/fam/tanh/bf16/sliced/backward"}));
+  fam.op(
+         "tanh", {Arg::randn("x", {4, 6})}, [](const at::Tensor& x) { return at::tanh(x); }, "torch.tanh(x)")
+      .add();
+  EXPECT_EQ(ids(catalog),
+            (std::vector<std::string>{"op/fam/tanh/f32/contiguous/forward", "op/fam/tanh/f32/contiguous/backward",
+                                      "op/fam/tanh/f32/transposed/forward", "op/fam/tanh/f32/transposed/backward",
+                                      "op/fam/tanh/f16/sliced/forward", "op/fam/tanh/f16/sliced/backward",
+                                      "op/fam/tanh/bf16/sliced/forward", "op/fam/tanh/bf16/sliced/backward"}));
   for (const auto& w : catalog.workloads()) EXPECT_EQ(w->family(), "fam") << w->id();  // tolerance: its own name
 }
 
@@ -43,14 +45,14 @@ TEST(OpBuilder, ACaseSettingsStayWithThatCase) {
   Catalog catalog;
   Family fam(catalog, "fam");
   fam.tolerance("activation");
-  const Case exp_case = fam.op("exp", {Arg::randn("x", {4})}, [](const at::Tensor& x) { return at::exp(x); }, "torch.exp(x)");
+  const Case exp_case = fam.op(
+      "exp", {Arg::randn("x", {4})}, [](const at::Tensor& x) { return at::exp(x); }, "torch.exp(x)");
   exp_case.no_grad().tolerance("elementwise").tag("exact").add(dtypes::ints);
   exp_case.add();  // the same case with the family's settings
   const auto& w = catalog.workloads();
-  ASSERT_EQ(ids(catalog), (std::vector<std::string>{"op/fam/exp/i64/contiguous/forward",
-                                                     "op/fam/exp/i32/contiguous/forward",
-                                                     "op/fam/exp/f32/contiguous/forward",
-                                                     "op/fam/exp/f32/contiguous/backward"}));
+  ASSERT_EQ(ids(catalog),
+            (std::vector<std::string>{"op/fam/exp/i64/contiguous/forward", "op/fam/exp/i32/contiguous/forward",
+                                      "op/fam/exp/f32/contiguous/forward", "op/fam/exp/f32/contiguous/backward"}));
   EXPECT_EQ(w[0]->family(), "elementwise");
   EXPECT_EQ(w[0]->tags().front(), "exact");
   EXPECT_EQ(w[2]->family(), "activation");
@@ -61,7 +63,11 @@ TEST(OpBuilder, LargeCasesAreTaggedAndNamedLarge) {
   Catalog catalog;
   Family fam(catalog, "fam");
   fam.variants({Variant::contiguous(), Variant::transposed()});
-  fam.op("sum", {Arg::randn("x", {8, 8})}, [](const at::Tensor& x) { return x.sum(); }, "x.sum()").no_grad().large().add();
+  fam.op(
+         "sum", {Arg::randn("x", {8, 8})}, [](const at::Tensor& x) { return x.sum(); }, "x.sum()")
+      .no_grad()
+      .large()
+      .add();
   ASSERT_EQ(ids(catalog), std::vector<std::string>{"op/fam/sum/f32/large/forward"});
   EXPECT_EQ(catalog.workloads()[0]->tags(), (std::vector<std::string>{"large", "fam", "forward", "noncontiguous"}));
 }
@@ -71,9 +77,19 @@ TEST(OpBuilder, AnOpMayTakeTheFirstArgOrAllArgsAndGiveOneTensorOrSeveral) {
   Family fam(catalog, "fam");
   fam.no_grad();
   const std::vector<Arg> args = {Arg::randn("a", {3}), Arg::randn("b", {3})};
-  fam.op("first", args, [](const at::Tensor& a) { return a * 2; }, "a * 2").add();
-  fam.op("one", args, [](const Tensors& t) { return t[0] + t[1]; }, "a + b").add();
-  fam.op("two", args, [](const Tensors& t) { return Tensors{t[0], t[1]}; }, "(a, b)").add();
+  fam.op(
+         "first", args, [](const at::Tensor& a) { return a * 2; }, "a * 2")
+      .add();
+  fam.op(
+         "one", args, [](const Tensors& t) { return t[0] + t[1]; }, "a + b")
+      .add();
+  fam.op(
+         "two", args,
+         [](const Tensors& t) {
+           return Tensors{t[0], t[1]};
+         },
+         "(a, b)")
+      .add();
   const auto& w = catalog.workloads();
   ASSERT_EQ(w.size(), 3u);
   const Outputs two = run_on_cpu(*w[2]);
@@ -90,7 +106,10 @@ TEST(OpBuilder, PrepareRewritesEveryCaseArgsBeforeItsVariants) {
   Catalog catalog;
   Family fam(catalog, "fam");
   fam.prepare([](std::vector<Arg>& args) { args.push_back(Arg::uniform("w", {4}, 2, 3)); });
-  fam.op("scale", {Arg::randn("x", {4})}, [](const Tensors& a) { return a[0] * a[1]; }, "x * w").no_grad().add();
+  fam.op(
+         "scale", {Arg::randn("x", {4})}, [](const Tensors& a) { return a[0] * a[1]; }, "x * w")
+      .no_grad()
+      .add();
   ASSERT_EQ(catalog.workloads().size(), 1u);
   const auto& def = dynamic_cast<const OpWorkload&>(*catalog.workloads()[0]).def();
   ASSERT_EQ(def.args.size(), 2u);

@@ -23,7 +23,8 @@ TEST(OwnedPhaseProtocol, APhaseLineRoundTripsAndAResultLineIsNotAPhase) {
 TEST(OwnedPhaseProtocol, OnlyTheTargetPhaseIsTheTargets) {
   EXPECT_TRUE(phase_is_target("target"));
   EXPECT_TRUE(phase_is_target(""));  // no phase reported: as before phases existed
-  for (const char* p : {"reference", "comparison", "float64", "localisation", "timing"}) EXPECT_FALSE(phase_is_target(p));
+  for (const char* p : {"reference", "comparison", "float64", "localisation", "timing"})
+    EXPECT_FALSE(phase_is_target(p));
 }
 
 TEST(OwnedPhaseProtocol, ThePhaseFieldIsAdditive) {

@@ -42,9 +42,7 @@ class OwnedTorchScript : public ::testing::Test {
   static inline bool exported_ = false;
 };
 
-Placement on(c10::ScalarType dtype, Side side = Side::Target) {
-  return Placement{c10::Device(c10::kCPU), dtype, side};
-}
+Placement on(c10::ScalarType dtype, Side side = Side::Target) { return Placement{c10::Device(c10::kCPU), dtype, side}; }
 
 }  // namespace
 

@@ -14,11 +14,13 @@ namespace fs = std::filesystem;
 namespace {
 
 fs::path fake_root(bool nvidia) {
-  const fs::path root = fs::temp_directory_path() / ("mpscheck-root-" + std::to_string(::getpid()) + (nvidia ? "-gpu" : ""));
+  const fs::path root =
+      fs::temp_directory_path() / ("mpscheck-root-" + std::to_string(::getpid()) + (nvidia ? "-gpu" : ""));
   fs::remove_all(root);
   for (const char* d : {"etc", "proc/sys/kernel", "proc/self", "proc/driver/nvidia"}) fs::create_directories(root / d);
-  std::ofstream(root / "etc/os-release") << "PRETTY_NAME=\"Debian GNU/Linux 12 (bookworm)\"\nNAME=\"Debian GNU/Linux\"\n"
-                                            "VERSION_ID=\"12\"\n";
+  std::ofstream(root / "etc/os-release")
+      << "PRETTY_NAME=\"Debian GNU/Linux 12 (bookworm)\"\nNAME=\"Debian GNU/Linux\"\n"
+         "VERSION_ID=\"12\"\n";
   std::ofstream(root / "proc/sys/kernel/osrelease") << "6.1.0-18-amd64\n";
   std::ofstream(root / "proc/cpuinfo") << "processor\t: 0\nvendor_id\t: AuthenticAMD\nmodel name\t: AMD EPYC 7B13\n";
   std::ofstream(root / "proc/self/maps")
@@ -41,7 +43,8 @@ TEST(LinuxPlatform, ReadsTheOsTheCpuTheDriverAndTheLoadedLibrariesFromItsRoot) {
   EXPECT_EQ(p->os_build(), "6.1.0-18-amd64");
   EXPECT_EQ(p->cpu_model(), "AMD EPYC 7B13");
   EXPECT_EQ(p->gpu_driver(), "NVIDIA 550.54.15");
-  EXPECT_EQ(p->loaded_libraries(), (std::vector<std::string>{"/opt/torch/lib/libtorch_cpu.so", "/usr/lib/libgomp.so.1"}));
+  EXPECT_EQ(p->loaded_libraries(),
+            (std::vector<std::string>{"/opt/torch/lib/libtorch_cpu.so", "/usr/lib/libgomp.so.1"}));
   fs::remove_all(root);
 }
 
@@ -65,7 +68,8 @@ TEST(LinuxPlatform, TheCurrentOneIsThisMachine) {
   EXPECT_FALSE(p.os_build().empty());
   EXPECT_NE(p.cpu_model(), "");
   bool has_libc = false;
-  for (const auto& l : p.loaded_libraries()) has_libc |= l.find("libc.so") != std::string::npos || l.find("libc-") != std::string::npos;
+  for (const auto& l : p.loaded_libraries())
+    has_libc |= l.find("libc.so") != std::string::npos || l.find("libc-") != std::string::npos;
   EXPECT_TRUE(has_libc);
 }
 #endif

@@ -19,18 +19,36 @@ namespace {
 // Every case the faults plugin declares: the ten planted faults, the catalog-built op it wraps
 // (two layouts, forward and backward), the model with a planted layer and the model trained
 // through the SDK with a planted backward, and the planted wrong results a loose verdict would pass.
-const std::set<std::string> kFaultIds = {
-    "op/faults/healthy", "op/faults/segfault", "op/faults/abort", "op/faults/terminate", "op/faults/hang",
-    "op/faults/throw", "op/faults/unsupported", "op/faults/nan", "op/faults/wrong", "op/faults/slow",
-    "op/faults/stalled_reference",
-    "op/faults/linear_planted/f32/contiguous/forward", "op/faults/linear_planted/f32/contiguous/backward",
-    "op/faults/linear_planted/f32/transposed/forward", "op/faults/linear_planted/f32/transposed/backward",
-    "model/faults/planted_fc2/infer", "model/faults/planted_backward/infer", "model/faults/planted_backward/train",
-    "op/faults/localised/bf16", "op/faults/localised/f16", "op/faults/localised_100ulp/bf16",
-    "op/faults/index_off_by_one/bf16", "op/faults/int32_for_int64", "op/faults/complex",
-    "op/faults/nonfinite_baseline", "op/faults/nondeterministic_other_output", "op/faults/bernoulli_biased",
-    "op/faults/bernoulli_fair", "op/faults/fallback",
-    "op/faults/bad_utf8"};
+const std::set<std::string> kFaultIds = {"op/faults/healthy",
+                                         "op/faults/segfault",
+                                         "op/faults/abort",
+                                         "op/faults/terminate",
+                                         "op/faults/hang",
+                                         "op/faults/throw",
+                                         "op/faults/unsupported",
+                                         "op/faults/nan",
+                                         "op/faults/wrong",
+                                         "op/faults/slow",
+                                         "op/faults/stalled_reference",
+                                         "op/faults/linear_planted/f32/contiguous/forward",
+                                         "op/faults/linear_planted/f32/contiguous/backward",
+                                         "op/faults/linear_planted/f32/transposed/forward",
+                                         "op/faults/linear_planted/f32/transposed/backward",
+                                         "model/faults/planted_fc2/infer",
+                                         "model/faults/planted_backward/infer",
+                                         "model/faults/planted_backward/train",
+                                         "op/faults/localised/bf16",
+                                         "op/faults/localised/f16",
+                                         "op/faults/localised_100ulp/bf16",
+                                         "op/faults/index_off_by_one/bf16",
+                                         "op/faults/int32_for_int64",
+                                         "op/faults/complex",
+                                         "op/faults/nonfinite_baseline",
+                                         "op/faults/nondeterministic_other_output",
+                                         "op/faults/bernoulli_biased",
+                                         "op/faults/bernoulli_fair",
+                                         "op/faults/fallback",
+                                         "op/faults/bad_utf8"};
 
 std::set<std::string> ids_of(const PluginHost& host) {
   std::set<std::string> ids;
@@ -160,7 +178,7 @@ TEST(Registry, SelectsByKindFilterAndLargeTag) {
   std::vector<std::string> ids;
   for (const auto& w : registry.select(s)) ids.push_back(w.workload->id());
   EXPECT_EQ(ids, (std::vector<std::string>{"op/faults/healthy", "op/faults/segfault", "op/faults/slow",
-                                          "op/faults/stalled_reference"}));
+                                           "op/faults/stalled_reference"}));
   s.ops = false;
   s.models = true;
   EXPECT_TRUE(registry.select(s).empty());
@@ -172,8 +190,8 @@ std::string private_copy(const std::string& name) {
   const fs::path dir = fs::temp_directory_path() / ("mpscheck-trust-" + name);
   fs::remove_all(dir);
   fs::create_directories(dir);
-  fs::permissions(dir, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
-                           fs::perms::others_read | fs::perms::others_exec);
+  fs::permissions(dir, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec | fs::perms::others_read |
+                           fs::perms::others_exec);
   fs::copy_file(kTestPlugins + "/mpscheck_faults.so", dir / "mpscheck_faults.so");
   fs::permissions(dir / "mpscheck_faults.so", fs::perms::owner_all | fs::perms::group_read | fs::perms::others_read);
   return dir.string();

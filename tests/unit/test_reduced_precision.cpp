@@ -160,13 +160,13 @@ TEST(ReducedPrecision, SmallElementsWrongAmongLargeOnesAreCaught) {
     SCOPED_TRACE(c10::toString(dtype));
     Four c = exp_case(dtype);
     EXPECT_TRUE(judged_ok(c, dtype, "activation"));
-    const at::Tensor small = (c.gold > 0.08) & (c.gold < 0.125) &
-                             (at::arange(c.gold.numel(), at::kLong) % 16 == 0);  // 16 of 4096 elements
+    const at::Tensor small =
+        (c.gold > 0.08) & (c.gold < 0.125) & (at::arange(c.gold.numel(), at::kLong) % 16 == 0);  // 16 of 4096 elements
     const double factor = dtype == c10::kHalf ? 1.25 : 2.2;
     c.target = at::where(small, c.rounded * factor, c.rounded).to(dtype);
     EXPECT_FALSE(judged_ok(c, dtype, "activation"));
-    const Attribution a = attribute_with_gold(c.gold, c.reference, c.target, dtype, tolerance_for("activation", dtype),
-                                              c.rounded);
+    const Attribution a =
+        attribute_with_gold(c.gold, c.reference, c.target, dtype, tolerance_for("activation", dtype), c.rounded);
     EXPECT_EQ(a.bad_elements, small.sum().item<std::int64_t>());
     EXPECT_GT(a.gold_value, 0.08);
     EXPECT_LT(a.gold_value, 0.125);
@@ -559,6 +559,6 @@ TEST(ReducedPrecision, Float32OutputOfAFloat16ComputationRoundsAtFloat16Subnorma
   EXPECT_TRUE(a.target_ok) << a.bad_elements << " bad, band excess " << a.band_excess;
   const at::Tensor planted = at::where(flip & (gold.abs() < 1e-6), reference + 64 * sub, reference);
   ASSERT_GT((flip & (gold.abs() < 1e-6)).sum().item<std::int64_t>(), 0);
-  EXPECT_FALSE(attribute_with_gold(gold, reference, planted.to(at::kFloat), c10::kHalf, tol, reference.to(at::kHalf))
-                   .target_ok);
+  EXPECT_FALSE(
+      attribute_with_gold(gold, reference, planted.to(at::kFloat), c10::kHalf, tol, reference.to(at::kHalf)).target_ok);
 }

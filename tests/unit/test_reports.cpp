@@ -71,7 +71,8 @@ RunReport mixed_report() {
   r.run = {{"target", "mps"}, {"wall_s", 12.5}};
   r.cases = {
       timed(make_case("op/conv/conv2d/f32/contiguous/forward", Status::Pass), 3.0),
-      make_case("op/conv/conv2d/f32/channels_last/forward", Status::Mismatch, "out: 3 of 32 elements outside tolerance"),
+      make_case("op/conv/conv2d/f32/channels_last/forward", Status::Mismatch,
+                "out: 3 of 32 elements outside tolerance"),
       make_case("op/conv/conv2d/f16/contiguous/forward", Status::Unsupported, "not implemented for 'Half'"),
       timed(make_case("op/softmax/softmax/f32/contiguous/forward", Status::Pass), 0.5),
       make_case("op/softmax/softmax/f16/contiguous/forward", Status::Nan, "target has 2 NaN"),
@@ -161,11 +162,13 @@ RunReport hostile_report() {
 }  // namespace
 
 TEST(Escape, InvalidUtf8BecomesReplacementCharacters) {
-  EXPECT_EQ(valid_utf8("a\xff\xfe" "b"), "a" + kReplacementChar + kReplacementChar + "b");
-  EXPECT_EQ(valid_utf8("x\xE2\x82"), "x" + kReplacementChar);            // truncated 3-byte sequence
+  EXPECT_EQ(valid_utf8("a\xff\xfe"
+                       "b"),
+            "a" + kReplacementChar + kReplacementChar + "b");
+  EXPECT_EQ(valid_utf8("x\xE2\x82"), "x" + kReplacementChar);             // truncated 3-byte sequence
   EXPECT_EQ(valid_utf8("\xC0\xAF").find('\xC0'), std::string::npos);      // overlong '/'
   EXPECT_EQ(valid_utf8("\xED\xA0\x80").find('\xED'), std::string::npos);  // UTF-16 surrogate
-  const std::string good = "caf\xC3\xA9 \xE2\x82\xAC \xF0\x9F\x98\x80";  // é € 😀 stay as they are
+  const std::string good = "caf\xC3\xA9 \xE2\x82\xAC \xF0\x9F\x98\x80";   // é € 😀 stay as they are
   EXPECT_EQ(valid_utf8(good), good);
 }
 
@@ -321,7 +324,8 @@ TEST(MarkdownReport, TheVerdictLeadsAndFindingsAreGroupedByOp) {
   // One row per op, the worst first; conv2d's row counts its dtypes' statuses, passes included.
   EXPECT_LT(md.find("| model/resnet18 | crash | 2 of 2 |"), md.find("| op/conv/conv2d | mismatch | 2 of 3 |"));
   EXPECT_NE(md.find("| op/conv/conv2d | mismatch | 2 of 3 | f32: 1 pass, 1 mismatch; f16: 1 unsupported |"),
-            std::string::npos) << md;
+            std::string::npos)
+      << md;
   EXPECT_NE(md.find("| op/softmax/softmax | nan |"), std::string::npos);
   EXPECT_GT(md.find("op/conv/conv2d/f32/contiguous/forward"), speed);
   EXPECT_NE(md.find("| op/conv/conv2d/f32/contiguous/forward | 3.00x | faster |"), std::string::npos);
@@ -420,9 +424,11 @@ TEST(HtmlReport, HasChartsAndCoverageMatrix) {
   ASSERT_NE(coverage, std::string::npos);
   EXPECT_NE(html.find("<th class=\"op\">conv/conv2d</th>", coverage), std::string::npos);
   // conv2d f32 has a pass and a mismatch: the cell shows the worst; f16 is unsupported.
-  EXPECT_NE(html.find("class=\"cell s-mismatch\" title=\"conv/conv2d f32: worst mismatch; 2 cases: 1 mismatch 1 pass", coverage),
+  EXPECT_NE(html.find("class=\"cell s-mismatch\" title=\"conv/conv2d f32: worst mismatch; 2 cases: 1 mismatch 1 pass",
+                      coverage),
             std::string::npos);
-  EXPECT_NE(html.find("class=\"cell s-unsupported\" title=\"conv/conv2d f16: worst unsupported", coverage), std::string::npos);
+  EXPECT_NE(html.find("class=\"cell s-unsupported\" title=\"conv/conv2d f16: worst unsupported", coverage),
+            std::string::npos);
   EXPECT_NE(html.find("class=\"cell s-nan\" title=\"softmax/softmax f16", coverage), std::string::npos);
   // Models are not operators.
   EXPECT_EQ(html.find("<th class=\"op\">resnet18", coverage), std::string::npos);
@@ -562,9 +568,8 @@ TEST(Reporters, EachFileFormatWritesItsRendererOutput) {
   std::ostringstream console;
   const ReproTarget rt{"mps", "float32", 0, true};
   const ReportContext ctx{report, (dir / "report.json").string(), &rt, nullptr, console, false};
-  const std::map<std::string, std::string> expected{{"junit", render_junit(report)},
-                                                    {"markdown", render_markdown(report)},
-                                                    {"html", render_html(report)}};
+  const std::map<std::string, std::string> expected{
+      {"junit", render_junit(report)}, {"markdown", render_markdown(report)}, {"html", render_html(report)}};
   for (const Reporter* r : reporters()) {
     const std::string flag = r->flag();
     if (!expected.count(flag)) continue;

@@ -42,18 +42,18 @@ TEST(RunPlan, WithoutQuickEveryCaseIsTimedAndWithNoBudgetNone) {
 
 TEST(RunPlan, QuickTimesOneContiguousForwardPerOpAndDtypeAndEveryModel) {
   const std::vector<std::string> ids{
-      "model/mlp/infer",                       // every model
+      "model/mlp/infer",  // every model
       "model/mlp/train",
-      "op/a/x/f32/contiguous/backward",        // x f32: the contiguous forward, not its backward
+      "op/a/x/f32/contiguous/backward",  // x f32: the contiguous forward, not its backward
       "op/a/x/f32/contiguous/forward",
       "op/a/x/f32/sliced/forward",
-      "op/a/x/f16/sliced/forward",             // x f16: no contiguous case, so the first forward
+      "op/a/x/f16/sliced/forward",  // x f16: no contiguous case, so the first forward
       "op/a/x/f16/transposed/backward",
       "op/a/x/f16/transposed/forward",
-      "op/a/y/f32/channels_last/backward",     // y f32: backward only, so the first case
+      "op/a/y/f32/channels_last/backward",  // y f32: backward only, so the first case
       "op/a/y/f32/sliced/backward",
-      "op/r/bernoulli/f32/contiguous",         // no direction: a forward
-      "op/faults/slow",                        // another scheme: timed on its own
+      "op/r/bernoulli/f32/contiguous",  // no direction: a forward
+      "op/faults/slow",                 // another scheme: timed on its own
   };
   EXPECT_EQ(plan(ids, true),
             (std::vector<bool>{true, true, false, true, false, true, false, false, true, false, true, true}));
@@ -64,8 +64,8 @@ TEST(RunPlan, JobsDefaultToTheCoresOnCpuAndOneOnAnAccelerator) {
   EXPECT_EQ(default_jobs(TargetSpec{"cpu", {}}), cores);
   EXPECT_EQ(default_jobs(TargetSpec{"mps", {}}), 1);
   EXPECT_EQ(default_jobs(TargetSpec{"sim", {}}), 1);
-  EXPECT_EQ(verdict_threads_for(1, 0), 0);   // one job: LibTorch's default
-  EXPECT_EQ(verdict_threads_for(4, 3), 3);   // --threads wins
+  EXPECT_EQ(verdict_threads_for(1, 0), 0);  // one job: LibTorch's default
+  EXPECT_EQ(verdict_threads_for(4, 3), 3);  // --threads wins
   // As many jobs as cores: one thread each, so the workers do not oversubscribe the machine.
   EXPECT_EQ(verdict_threads_for(cores, 0), cores > 1 ? 1 : 0);
 }

@@ -221,8 +221,8 @@ TEST_F(SimDevice, FusedRnnCellsMatchTheCpuCellsForwardAndBackward) {
       ASSERT_EQ(cpu[k].sizes(), on_sim[k].sizes());
       // Not all zero: a gradient that never flowed would match a zero one.
       EXPECT_GT(cpu[k].abs().max().item<float>(), 1e-3);
-      EXPECT_TRUE(at::allclose(on_sim[k], cpu[k], 1e-5, 1e-5)) << "max abs error "
-                                                                 << (on_sim[k] - cpu[k]).abs().max().item<float>();
+      EXPECT_TRUE(at::allclose(on_sim[k], cpu[k], 1e-5, 1e-5))
+          << "max abs error " << (on_sim[k] - cpu[k]).abs().max().item<float>();
     }
   }
 }

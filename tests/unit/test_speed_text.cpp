@@ -28,11 +28,13 @@ CaseResult similar_at(double speedup, std::string note = {}) {
 TEST(SpeedText, ASimilarBesideALargeRatioSaysWhyItIsNoClaim) {
   EXPECT_EQ(speed_text(similar_at(5.22)), "similar (noisy: not a claim)");
   EXPECT_EQ(speed_text(similar_at(0.20)), "similar (noisy: not a claim)");
-  EXPECT_EQ(speed_text(similar_at(1.25, "a first round measured 1.25x (faster), a confirmation round on fresh "
-                                        "instances 1.02x (similar): no claim")),
+  EXPECT_EQ(speed_text(similar_at(1.25,
+                                  "a first round measured 1.25x (faster), a confirmation round on fresh "
+                                  "instances 1.02x (similar): no claim")),
             "similar (not confirmed on fresh instances: not a claim)");
-  EXPECT_EQ(speed_text(similar_at(3.0, "a round measured 3x (faster), but the CPU reference held 40% of a core while "
-                                       "it was timed: the machine was busy with other work, so no claim")),
+  EXPECT_EQ(speed_text(similar_at(3.0,
+                                  "a round measured 3x (faster), but the CPU reference held 40% of a core while "
+                                  "it was timed: the machine was busy with other work, so no claim")),
             "similar (machine busy: not a claim)");
 }
 

@@ -70,10 +70,10 @@ TEST(Timing, BusyHostIsACpuReferenceHoldingLessThanACore) {
 // its share with that, not with one core. Four threads holding two cores ran 2x slow: busy.
 TEST(Timing, BusyHostIsJudgedAgainstTheReferencesQuietShare) {
   EXPECT_DOUBLE_EQ(quiet_cpu_share(4, 4, 16), 4);
-  EXPECT_DOUBLE_EQ(quiet_cpu_share(4, 8, 2), 2);   // no more than the cores there are
-  EXPECT_DOUBLE_EQ(quiet_cpu_share(6, 4, 16), 4);  // nor than the intra-op threads
-  EXPECT_DOUBLE_EQ(quiet_cpu_share(1, 8, 16), 1);  // an op too small to split runs on one thread
-  EXPECT_DOUBLE_EQ(quiet_cpu_share(0, 8, 16), 1);  // threads too starved to count still had one core
+  EXPECT_DOUBLE_EQ(quiet_cpu_share(4, 8, 2), 2);                     // no more than the cores there are
+  EXPECT_DOUBLE_EQ(quiet_cpu_share(6, 4, 16), 4);                    // nor than the intra-op threads
+  EXPECT_DOUBLE_EQ(quiet_cpu_share(1, 8, 16), 1);                    // an op too small to split runs on one thread
+  EXPECT_DOUBLE_EQ(quiet_cpu_share(0, 8, 16), 1);                    // threads too starved to count still had one core
   EXPECT_TRUE(host_was_busy(2.0, 1.0, quiet_cpu_share(4, 4, 16)));   // the loaded many-core Mac
   EXPECT_TRUE(host_was_busy(2.5, 1.0, quiet_cpu_share(4, 4, 16)));   // 3/4 of the quiet share
   EXPECT_TRUE(host_was_busy(3.1, 1.0, quiet_cpu_share(4, 4, 16)));   // just under 0.8 of it
@@ -82,5 +82,5 @@ TEST(Timing, BusyHostIsJudgedAgainstTheReferencesQuietShare) {
   EXPECT_TRUE(host_was_busy(1.5, 1.0, quiet_cpu_share(2, 2, 2)));
   EXPECT_FALSE(host_was_busy(1.7, 1.0, quiet_cpu_share(2, 2, 2)));
   EXPECT_FALSE(host_was_busy(0.9, 1.0, quiet_cpu_share(1, 8, 16)));  // one thread, quiet
-  EXPECT_FALSE(host_was_busy(0, 0, 4));                               // nothing measured
+  EXPECT_FALSE(host_was_busy(0, 0, 4));                              // nothing measured
 }

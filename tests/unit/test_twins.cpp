@@ -8,11 +8,14 @@ using namespace mpscheck;
 
 TEST(SameComputationTwins, AnF32CaseWithItsReducedTwinSelectedIsATwin) {
   const std::vector<std::string> ids = {
-      "op/activation/sigmoid/f32/contiguous/backward", "op/activation/sigmoid/bf16/contiguous/backward",
+      "op/activation/sigmoid/f32/contiguous/backward",
+      "op/activation/sigmoid/bf16/contiguous/backward",
       "op/activation/sigmoid/f32/transposed/forward",  // no bf16 transposed variant: runs, computed in bf16
       "op/activation/sigmoid/f16/contiguous/forward",  // its own dtype, never a twin
-      "op/reduction/sum/f32/contiguous", "op/reduction/sum/bf16/contiguous",  // ids without a direction
-      "model/mlp/train", "op/indexing/gather/i64/contiguous/forward"};
+      "op/reduction/sum/f32/contiguous",
+      "op/reduction/sum/bf16/contiguous",  // ids without a direction
+      "model/mlp/train",
+      "op/indexing/gather/i64/contiguous/forward"};
   const auto bf16 = same_computation_twins(ids, "bf16");
   EXPECT_EQ(bf16, (std::vector<bool>{true, false, false, false, true, false, false, false}));
   // On float16, the bf16 cases are no twins of the f32 ones.

@@ -15,7 +15,8 @@ double no_integers(const std::string&) { return 0.0; }
 TEST(UntrustedJson, NamesTheFirstFieldOverTheCallersLimitAtAnyDepth) {
   EXPECT_EQ(bad_integer_field(nlohmann::json::parse(R"({"count": 999.0})"), count_is_integer), "");
   EXPECT_EQ(bad_integer_field(nlohmann::json::parse(R"({"count": 1000.0})"), count_is_integer), "count");
-  EXPECT_EQ(bad_integer_field(nlohmann::json::parse(R"({"a": [{"b": {"count": -1e300}}]})"), count_is_integer), "count");
+  EXPECT_EQ(bad_integer_field(nlohmann::json::parse(R"({"a": [{"b": {"count": -1e300}}]})"), count_is_integer),
+            "count");
   EXPECT_EQ(bad_integer_field(nlohmann::json::parse(R"({"count": [1.0, 2e9]})"), count_is_integer), "count");
   // An integer nlohmann has already read as one always fits; so does a float in a field that is no integer.
   EXPECT_EQ(bad_integer_field(nlohmann::json::parse(R"({"count": 5000, "other": 1e300})"), count_is_integer), "");

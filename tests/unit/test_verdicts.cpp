@@ -19,8 +19,8 @@ at::Tensor gold_values() { return at::linspace(-2, 2, 1000, at::kDouble); }
 
 TEST(Attribution, TargetWorseThanFloat32Fails) {
   const at::Tensor g = gold_values();
-  const at::Tensor ref = g + 1e-7;   // float32-sized error
-  const at::Tensor tgt = g + 1e-3;   // far worse
+  const at::Tensor ref = g + 1e-7;  // float32-sized error
+  const at::Tensor tgt = g + 1e-3;  // far worse
   const auto a = attribute_with_gold(g, ref, tgt, c10::kFloat, Tolerance{0, 1e-9});
   EXPECT_FALSE(a.target_ok);
   EXPECT_NEAR(a.rmse_target, 1e-3, 1e-9);
@@ -71,7 +71,8 @@ TEST(Attribution, WrongShapeIsTheTargetsFaultWithNoFigures) {
   // CPU bfloat16 conv_transpose3d in LibTorch 1.13 returns [1,4,2,3,3] for [1,4,7,9,9]: nothing
   // to take an RMSE of, so no figures may be reported, and the target is still not ok.
   const at::Tensor g = at::randn({1, 4, 7, 9, 9}, at::kDouble);
-  const auto a = attribute_with_gold(g, g.to(at::kFloat), at::zeros({1, 4, 2, 3, 3}), c10::kBFloat16, Tolerance{0, 1e-5});
+  const auto a =
+      attribute_with_gold(g, g.to(at::kFloat), at::zeros({1, 4, 2, 3, 3}), c10::kBFloat16, Tolerance{0, 1e-5});
   EXPECT_FALSE(a.target_ok);
   EXPECT_FALSE(a.measured);
   EXPECT_TRUE(attribute_with_gold(g, g, g, c10::kFloat, Tolerance{0, 1e-9}).measured);
@@ -156,8 +157,8 @@ TEST(Attribution, OneElementOffBy100UlpIsCaught) {
   Doubled d = doubled(c10::kBFloat16);
   const double v = d.target[3][5].item<double>();
   d.target[3][5] += 100 * std::ldexp(1.0, std::ilogb(std::abs(v)) - 7);
-  const auto a = attribute_with_gold(d.gold, d.reference, d.target, c10::kBFloat16, tolerance_for("model", c10::kBFloat16),
-                                     d.rounded);
+  const auto a = attribute_with_gold(d.gold, d.reference, d.target, c10::kBFloat16,
+                                     tolerance_for("model", c10::kBFloat16), d.rounded);
   EXPECT_FALSE(a.target_ok);
   EXPECT_EQ(a.first_bad, 3 * 256 + 5);
   // float32 target: 100 float32 ulps at one element of an elementwise op.
@@ -263,7 +264,8 @@ TEST(Decision, AttributionMessageNamesTheElementTheRuleCaught) {
   OutputReport o = compare_tensors("out", d.reference.to(at::kFloat), d.target, tol, c10::kBFloat16);
   ASSERT_FALSE(o.ok);
   Verdict v = judge_outputs({o});
-  std::vector<OutputAttribution> failing{{&o, attribute_with_gold(d.gold, d.reference, d.target, c10::kBFloat16, tol, d.rounded)}};
+  std::vector<OutputAttribution> failing{
+      {&o, attribute_with_gold(d.gold, d.reference, d.target, c10::kBFloat16, tol, d.rounded)}};
   Fragile attribution = Fragile::Unknown;
   decide_attribution(failing, v, attribution);
   EXPECT_EQ(v.status, Status::Mismatch);

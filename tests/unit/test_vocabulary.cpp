@@ -120,7 +120,8 @@ TEST(Vocabulary, AReportWithAnUnknownWordIsRefusedNamingTheFile) {
   RunReport report;
   report.cases = {r};
   const fs::path path = fs::temp_directory_path() / ("mpscheck-vocabulary-" + std::to_string(::getpid()) + ".json");
-  for (const auto& [field, word] : {std::pair{"speed_class", "quicker"}, {"recommendation", "speed up"}, {"kind", "layer"}}) {
+  for (const auto& [field, word] :
+       {std::pair{"speed_class", "quicker"}, {"recommendation", "speed up"}, {"kind", "layer"}}) {
     nlohmann::json j = report_to_json(report);
     j["cases"][0][field] = word;
     std::ofstream(path) << j.dump();

@@ -65,15 +65,15 @@ TEST(Expectations, ExpectedFindingsUnexpectedPassesAndConditions) {
   apply_expectations(e, kEnv, "mps:float16", cases);
   EXPECT_TRUE(cases[0].expected);
   EXPECT_TRUE(cases[1].unexpected_pass);
-  EXPECT_TRUE(cases[2].expected);           // target=mps matches mps:float16
-  EXPECT_FALSE(cases[3].expected);          // torch 2.1 is not < 2.0
+  EXPECT_TRUE(cases[2].expected);   // target=mps matches mps:float16
+  EXPECT_FALSE(cases[3].expected);  // torch 2.1 is not < 2.0
   EXPECT_FALSE(cases[4].expected);
   EXPECT_TRUE(has_unexpected(cases));
   std::vector<CaseResult> clean{make("op/a", Status::Mismatch)};
   apply_expectations(e, kEnv, "cpu", clean);
   EXPECT_FALSE(has_unexpected(clean));
   apply_expectations(e, kEnv, "cpu", cases);
-  EXPECT_FALSE(cases[2].expected);          // target=mps does not match cpu
+  EXPECT_FALSE(cases[2].expected);  // target=mps does not match cpu
 }
 
 TEST(Expectations, WrongStatusIsStillUnexpected) {
@@ -94,8 +94,8 @@ TEST(Baseline, NamesExactlyTheRegressedCase) {
   RunReport before, after;
   before.cases = {make("op/a", Status::Pass, 1e-3), make("op/b", Status::Pass, 1e-3), make("op/c", Status::Mismatch),
                   make("op/d", Status::Pass, 1e-3)};
-  after.cases = {make("op/a", Status::Pass, 1.01e-3), make("op/b", Status::Pass, 2e-3), make("op/c", Status::Pass, 1e-3),
-                 make("op/d", Status::Nan), make("op/new", Status::Pass)};
+  after.cases = {make("op/a", Status::Pass, 1.01e-3), make("op/b", Status::Pass, 2e-3),
+                 make("op/c", Status::Pass, 1e-3), make("op/d", Status::Nan), make("op/new", Status::Pass)};
   const auto c = compare_reports(before, after);
   ASSERT_EQ(c.speed_regressions.size(), 1u);
   EXPECT_EQ(c.speed_regressions[0].rfind("op/b ", 0), 0u);

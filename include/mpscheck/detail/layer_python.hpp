@@ -79,11 +79,14 @@ LayerCall spell_conv(LayerSpelling& s, Impl& conv, const std::string& layer) {
                   ", output_padding=" + py_tuple(*o.output_padding()) + ", groups=" + std::to_string(o.groups()) +
                   ", dilation=" + py_tuple(*o.dilation()) + ")");
   std::string padding;
-  if (const auto* p = std::get_if<torch::ExpandingArray<D>>(&o.padding())) padding = py_tuple(**p);
-  else if (std::holds_alternative<torch::enumtype::kSame>(o.padding())) padding = "'same'";
-  else padding = "'valid'";
-  return s.done("torch.nn.functional.conv" + dims + "(x, " + weight + ", " + bias + ", stride=" + py_tuple(*o.stride()) +
-                ", padding=" + padding + ", dilation=" + py_tuple(*o.dilation()) +
+  if (const auto* p = std::get_if<torch::ExpandingArray<D>>(&o.padding()))
+    padding = py_tuple(**p);
+  else if (std::holds_alternative<torch::enumtype::kSame>(o.padding()))
+    padding = "'same'";
+  else
+    padding = "'valid'";
+  return s.done("torch.nn.functional.conv" + dims + "(x, " + weight + ", " + bias +
+                ", stride=" + py_tuple(*o.stride()) + ", padding=" + padding + ", dilation=" + py_tuple(*o.dilation()) +
                 ", groups=" + std::to_string(o.groups()) + ")");
 }
 
@@ -103,8 +106,8 @@ template <size_t D, class Impl>
 LayerCall spell_max_pool(LayerSpelling& s, Impl& pool) {
   const auto& o = pool.options;
   return s.done("torch.nn.functional.max_pool" + std::to_string(D) + "d(x, " + py_tuple(*o.kernel_size()) +
-                ", stride=" + py_tuple(*o.stride()) + ", padding=" + py_tuple(*o.padding()) + ", dilation=" +
-                py_tuple(*o.dilation()) + ", ceil_mode=" + py_bool(o.ceil_mode()) + ")");
+                ", stride=" + py_tuple(*o.stride()) + ", padding=" + py_tuple(*o.padding()) +
+                ", dilation=" + py_tuple(*o.dilation()) + ", ceil_mode=" + py_bool(o.ceil_mode()) + ")");
 }
 
 template <size_t D, class Impl>
@@ -145,17 +148,20 @@ inline LayerCall spell_layer(torch::nn::Module& module, const at::Tensor& x, con
                   ", " + bias + ", eps=" + py_number(m->options.eps()) + ")");
   }
   if (auto* m = module.as<nn::Embedding>()) {
-    if (m->options.max_norm()) return s.missing("layer " + layer + " is an embedding with max_norm, which the reproducer does not spell");
+    if (m->options.max_norm())
+      return s.missing("layer " + layer + " is an embedding with max_norm, which the reproducer does not spell");
     const std::string weight = s.tensor("weight");
     const auto pad = m->options.padding_idx();
-    return s.done("torch.nn.functional.embedding(x, " + weight + ", padding_idx=" +
-                  (pad ? std::to_string(*pad) : std::string("None")) + ")");
+    return s.done("torch.nn.functional.embedding(x, " + weight +
+                  ", padding_idx=" + (pad ? std::to_string(*pad) : std::string("None")) + ")");
   }
   if (module.as<nn::ReLU>()) return s.done("torch.nn.functional.relu(x)");
   if (auto* m = module.as<nn::LeakyReLU>())
     return s.done("torch.nn.functional.leaky_relu(x, " + py_number(m->options.negative_slope()) + ")");
-  if (auto* m = module.as<nn::ELU>()) return s.done("torch.nn.functional.elu(x, " + py_number(m->options.alpha()) + ")");
-  if (auto* m = module.as<nn::GELU>()) return s.done("torch.nn.functional.gelu(x, approximate='" + m->options.approximate() + "')");
+  if (auto* m = module.as<nn::ELU>())
+    return s.done("torch.nn.functional.elu(x, " + py_number(m->options.alpha()) + ")");
+  if (auto* m = module.as<nn::GELU>())
+    return s.done("torch.nn.functional.gelu(x, approximate='" + m->options.approximate() + "')");
   if (module.as<nn::SiLU>()) return s.done("torch.nn.functional.silu(x)");
   if (module.as<nn::Tanh>()) return s.done("torch.tanh(x)");
   if (module.as<nn::Sigmoid>()) return s.done("torch.sigmoid(x)");
@@ -169,14 +175,16 @@ inline LayerCall spell_layer(torch::nn::Module& module, const at::Tensor& x, con
     std::vector<int64_t> out;
     for (const auto& v : *size) out.push_back(v ? *v : -1);
     if (std::find(out.begin(), out.end(), -1) != out.end())
-      return s.missing("layer " + layer + " keeps an input size (None in its output size), which the reproducer does not spell");
+      return s.missing("layer " + layer +
+                       " keeps an input size (None in its output size), which the reproducer does not spell");
     return s.done("torch.nn.functional.adaptive_avg_pool2d(x, " + py_tuple(out) + ")");
   }
   if (auto* m = module.as<nn::Flatten>())
-    return s.done("torch.flatten(x, " + std::to_string(m->options.start_dim()) + ", " + std::to_string(m->options.end_dim()) + ")");
+    return s.done("torch.flatten(x, " + std::to_string(m->options.start_dim()) + ", " +
+                  std::to_string(m->options.end_dim()) + ")");
   if (auto* m = module.as<nn::Dropout>())
-    return s.done("torch.nn.functional.dropout(x, " + py_number(m->options.p()) + ", training=" +
-                  py_bool(m->is_training()) + ")");
+    return s.done("torch.nn.functional.dropout(x, " + py_number(m->options.p()) +
+                  ", training=" + py_bool(m->is_training()) + ")");
   if (module.as<nn::Identity>()) return s.done("x");
   return s.missing("layer " + layer + " is a " + module.name() + ", which the reproducer does not spell yet");
 }

@@ -35,12 +35,13 @@ inline std::string OpWorkload::reproducer(const ReproTarget& target) const {
      << "def run(device, dtype):\n"
      << "    leaves, args = make_inputs(device, dtype)\n"
      << "    with torch.set_grad_enabled(BACKWARD):\n"
-     << "        out = (lambda " ;
+     << "        out = (lambda ";
   for (size_t i = 0; i < def_.args.size(); ++i) py << (i ? ", " : "") << def_.args[i].name;
   py << ": " << def_.python << ")(**args)\n"
      << "    outs = list(out) if isinstance(out, (tuple, list)) else [out]\n"
      << "    if not BACKWARD:\n"
-     << "        return {(\"out\" if len(outs) == 1 else \"out%d\" % i): o.detach().cpu() for i, o in enumerate(outs)}\n"
+     << "        return {(\"out\" if len(outs) == 1 else \"out%d\" % i): o.detach().cpu() for i, o in "
+        "enumerate(outs)}\n"
      << "    gen = torch.Generator().manual_seed(SEED + 1)\n"
      << "    total = None\n"
      << "    for o in outs:\n"
@@ -66,7 +67,8 @@ inline std::string OpWorkload::reproducer(const ReproTarget& target) const {
      << "if os.environ.get(\"MPSCHECK_REPRO_JSON\"):\n"
      << "    with open(os.environ[\"MPSCHECK_REPRO_JSON\"], \"w\") as f:\n"
      << "        finite = lambda v: v if v == v and abs(v) != float(\"inf\") else None\n"
-     << "        json.dump({n: [finite(v) for v in r.flatten()[:16].double().tolist()] for n, r in reference.items()}, f)\n";
+     << "        json.dump({n: [finite(v) for v in r.flatten()[:16].double().tolist()] for n, r in reference.items()}, "
+        "f)\n";
   return py.str();
 }
 

@@ -31,9 +31,7 @@ class OpWorkload final : public Workload {
     return t;
   }
   std::string family() const override { return def_.tolerance.empty() ? def_.family : def_.tolerance; }
-  c10::ScalarType dtype() const override {
-    return c10::isFloatingType(dtype_) ? dtype_ : c10::kFloat;
-  }
+  c10::ScalarType dtype() const override { return c10::isFloatingType(dtype_) ? dtype_ : c10::kFloat; }
   bool has_gold() const override { return c10::isFloatingType(dtype_) && family() != "random"; }
   // Random ops return statistics of a sample: compared with the "random" tolerance, never re-run
   // for determinism.
@@ -65,12 +63,20 @@ class OpWorkload final : public Workload {
       if (inputs[i].storage_offset < 0) return nullptr;
       a.storage_offset = inputs[i].storage_offset;
       switch (inputs[i].layout) {
-        case InputLayout::Declared: break;
-        case InputLayout::Contiguous: a.layout = Layout::Contiguous; break;
-        case InputLayout::Transposed: a.layout = Layout::Transposed; break;
-        case InputLayout::ChannelsLast: a.layout = Layout::ChannelsLast; break;
+        case InputLayout::Declared:
+          break;
+        case InputLayout::Contiguous:
+          a.layout = Layout::Contiguous;
+          break;
+        case InputLayout::Transposed:
+          a.layout = Layout::Transposed;
+          break;
+        case InputLayout::ChannelsLast:
+          a.layout = Layout::ChannelsLast;
+          break;
       }
-      if ((a.layout == Layout::Transposed && a.shape.size() < 2) || (a.layout == Layout::ChannelsLast && a.shape.size() != 4) ||
+      if ((a.layout == Layout::Transposed && a.shape.size() < 2) ||
+          (a.layout == Layout::ChannelsLast && a.shape.size() != 4) ||
           ((a.layout == Layout::Sliced || a.layout == Layout::Expanded) && a.shape.empty()))
         return nullptr;
     }
@@ -177,8 +183,7 @@ class OpInstance final : public Instance {
     if (grad_outputs_.size() != roots.size()) return false;
     for (size_t i = 0; i < roots.size(); ++i) {
       const at::Tensor& g = grad_outputs_[i];
-      if (g.sizes() != roots[i].sizes() || g.scalar_type() != roots[i].scalar_type() ||
-          g.device() != roots[i].device())
+      if (g.sizes() != roots[i].sizes() || g.scalar_type() != roots[i].scalar_type() || g.device() != roots[i].device())
         return false;
     }
     return true;

@@ -15,9 +15,14 @@ Gpt2Impl::Gpt2Impl(const Gpt2Config& cfg)
       position_embed(register_module("position_embed", torch::nn::Embedding(cfg.context, cfg.width))),
       embed_drop(register_module("embed_drop", torch::nn::Dropout(cfg.dropout))),
       blocks(register_module("blocks", torch::nn::ModuleList())),
-      final_norm(register_module("final_norm", torch::nn::LayerNorm(torch::nn::LayerNormOptions({cfg.width}).eps(1e-5)))) {
-  const PreNormBlockOptions block{.width = cfg.width, .heads = cfg.heads, .mlp = 4 * cfg.width, .dropout = cfg.dropout,
-                                  .eps = 1e-5, .approximate = "tanh"};
+      final_norm(
+          register_module("final_norm", torch::nn::LayerNorm(torch::nn::LayerNormOptions({cfg.width}).eps(1e-5)))) {
+  const PreNormBlockOptions block{.width = cfg.width,
+                                  .heads = cfg.heads,
+                                  .mlp = 4 * cfg.width,
+                                  .dropout = cfg.dropout,
+                                  .eps = 1e-5,
+                                  .approximate = "tanh"};
   for (int64_t i = 0; i < cfg.layers; ++i) blocks->push_back(PreNormBlock(block, "blocks." + std::to_string(i)));
   init_transformer_weights(*this);
   // GPT-2 scales the residual projections by 1/sqrt(2 * layers) so the residual stream stays O(1).
@@ -50,13 +55,25 @@ using mpscheck::attention::Gpt2Config;
 // 6 layers: at 12 layers a step took ~8 s and the case over 4 minutes on the shared 2 cores.
 const mpscheck::attention::Sizes<Gpt2Config> kGpt2Models[] = {
     {.name = "gpt2",
-     .infer = {.config = {.vocab = 50257, .context = 1024, .layers = 12, .width = 768, .heads = 12, .dropout = 0.1}, .batch = 1, .length = 128},
-     .train = {.config = {.vocab = 50257, .context = 1024, .layers = 6, .width = 768, .heads = 12, .dropout = 0.1}, .batch = 2, .length = 32},
-     .quick = {.config = {.vocab = 512, .context = 32, .layers = 2, .width = 64, .heads = 4, .dropout = 0.1}, .batch = 2, .length = 16}},
+     .infer = {.config = {.vocab = 50257, .context = 1024, .layers = 12, .width = 768, .heads = 12, .dropout = 0.1},
+               .batch = 1,
+               .length = 128},
+     .train = {.config = {.vocab = 50257, .context = 1024, .layers = 6, .width = 768, .heads = 12, .dropout = 0.1},
+               .batch = 2,
+               .length = 32},
+     .quick = {.config = {.vocab = 512, .context = 32, .layers = 2, .width = 64, .heads = 4, .dropout = 0.1},
+               .batch = 2,
+               .length = 16}},
     {.name = "gpt2_tiny",
-     .infer = {.config = {.vocab = 50257, .context = 256, .layers = 4, .width = 256, .heads = 4, .dropout = 0.1}, .batch = 1, .length = 128},
-     .train = {.config = {.vocab = 50257, .context = 256, .layers = 4, .width = 256, .heads = 4, .dropout = 0.1}, .batch = 2, .length = 64},
-     .quick = {.config = {.vocab = 512, .context = 32, .layers = 2, .width = 32, .heads = 2, .dropout = 0.1}, .batch = 2, .length = 16}},
+     .infer = {.config = {.vocab = 50257, .context = 256, .layers = 4, .width = 256, .heads = 4, .dropout = 0.1},
+               .batch = 1,
+               .length = 128},
+     .train = {.config = {.vocab = 50257, .context = 256, .layers = 4, .width = 256, .heads = 4, .dropout = 0.1},
+               .batch = 2,
+               .length = 64},
+     .quick = {.config = {.vocab = 512, .context = 32, .layers = 2, .width = 32, .heads = 2, .dropout = 0.1},
+               .batch = 2,
+               .length = 16}},
 };
 
 // The sequence is its own target, shifted by one token.

@@ -12,7 +12,8 @@ LstmClassifierImpl::LstmClassifierImpl(const LstmConfig& cfg)
     : cfg(cfg),
       embed(register_module("embed", torch::nn::Embedding(cfg.vocab, cfg.embed))),
       lstm(register_module(
-          "lstm", torch::nn::LSTM(torch::nn::LSTMOptions(cfg.embed, cfg.hidden).num_layers(cfg.layers).batch_first(true)))),
+          "lstm",
+          torch::nn::LSTM(torch::nn::LSTMOptions(cfg.embed, cfg.hidden).num_layers(cfg.layers).batch_first(true)))),
       drop(register_module("drop", torch::nn::Dropout(cfg.dropout))),
       fc(register_module("fc", torch::nn::Linear(cfg.hidden, cfg.classes))) {}
 
@@ -32,13 +33,15 @@ namespace {
 using mpscheck::attention::LstmConfig;
 
 // A news-topic classifier: 20k vocabulary, 4 classes, 128-token texts.
-constexpr LstmConfig kLstmText = {.vocab = 20000, .embed = 128, .hidden = 256, .layers = 2, .classes = 4, .dropout = 0.2};
+constexpr LstmConfig kLstmText = {
+    .vocab = 20000, .embed = 128, .hidden = 256, .layers = 2, .classes = 4, .dropout = 0.2};
 const mpscheck::attention::Sizes<LstmConfig> kLstmModels[] = {
     {.name = "lstm_text",
      .infer = {.config = kLstmText, .batch = 8, .length = 128},
      .train = {.config = kLstmText, .batch = 16, .length = 128},
      .quick = {.config = {.vocab = 200, .embed = 16, .hidden = 32, .layers = 2, .classes = 4, .dropout = 0.2},
-               .batch = 2, .length = 12}},
+               .batch = 2,
+               .length = 12}},
 };
 
 mpscheck::model::Batch lstm_batch(const mpscheck::attention::Size<LstmConfig>& size, at::Generator& gen) {

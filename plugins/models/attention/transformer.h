@@ -41,8 +41,8 @@ TORCH_MODULE(FeedForward);
 // Pre-norm transformer block, as in ViT's encoder and GPT-2's decoder:
 // x + drop(attn(ln1(x), mask)), then x + mlp(ln2(x)). Taps "<path>.attn" and "<path>.mlp".
 struct PreNormBlockOptions {
-  int64_t width, heads, mlp;     // model width, attention heads, MLP hidden width
-  double dropout, eps;           // dropout after attention and in the MLP; LayerNorm epsilon
+  int64_t width, heads, mlp;         // model width, attention heads, MLP hidden width
+  double dropout, eps;               // dropout after attention and in the MLP; LayerNorm epsilon
   std::string approximate = "none";  // the MLP's GELU: "none" (ViT) or "tanh" (GPT-2)
 };
 

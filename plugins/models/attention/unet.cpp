@@ -69,7 +69,8 @@ struct DownsampleImpl : torch::nn::Module {
 TORCH_MODULE(Downsample);
 
 struct UpsampleImpl : torch::nn::Module {
-  explicit UpsampleImpl(int64_t channels) : conv(register_module("conv", torch::nn::Conv2d(conv3(channels, channels)))) {}
+  explicit UpsampleImpl(int64_t channels)
+      : conv(register_module("conv", torch::nn::Conv2d(conv3(channels, channels)))) {}
   torch::Tensor forward(const torch::Tensor& x) {
     namespace F = torch::nn::functional;
     auto up = F::interpolate(
@@ -95,9 +96,9 @@ torch::Tensor timestep_embedding(const torch::Tensor& timesteps, int64_t dim, c1
 
 UNetImpl::UNetImpl(const UNetConfig& cfg)
     : cfg(cfg),
-      time_mlp(register_module("time_mlp", torch::nn::Sequential(torch::nn::Linear(cfg.base, 4 * cfg.base),
-                                                                 torch::nn::SiLU(),
-                                                                 torch::nn::Linear(4 * cfg.base, 4 * cfg.base)))),
+      time_mlp(register_module("time_mlp",
+                               torch::nn::Sequential(torch::nn::Linear(cfg.base, 4 * cfg.base), torch::nn::SiLU(),
+                                                     torch::nn::Linear(4 * cfg.base, 4 * cfg.base)))),
       conv_in(register_module("conv_in", torch::nn::Conv2d(conv3(cfg.channels, cfg.base)))),
       down(register_module("down", torch::nn::ModuleList())),
       mid(register_module("mid", torch::nn::ModuleList())),
@@ -142,8 +143,10 @@ torch::Tensor UNetImpl::forward(const torch::Tensor& x, const torch::Tensor& tim
   auto h = tap("conv_in", conv_in->forward(x));
   std::vector<torch::Tensor> skips{h};
   for (size_t i = 0; i < down->size(); ++i) {
-    if (auto* block = down[i]->as<ResBlock>()) h = block->forward(h, temb);
-    else h = down[i]->as<Downsample>()->forward(h);
+    if (auto* block = down[i]->as<ResBlock>())
+      h = block->forward(h, temb);
+    else
+      h = down[i]->as<Downsample>()->forward(h);
     skips.push_back(tap("down." + std::to_string(i), h));
   }
   h = tap("mid.0", mid[0]->as<ResBlock>()->forward(h, temb));
@@ -169,13 +172,25 @@ using mpscheck::attention::UNetConfig;
 
 // unet_ddpm: DDPM's CIFAR-10 layout at width 64 (the paper's is 128) to keep a CPU case near a
 // minute; attention at the lowest resolution only.
-const UNetConfig kUNetDdpm = {.image = 32, .channels = 3, .base = 64, .mults = {1, 2, 2, 2}, .blocks = 2, .groups = 32,
-                              .heads = 1, .dropout = 0.1};
+const UNetConfig kUNetDdpm = {.image = 32,
+                              .channels = 3,
+                              .base = 64,
+                              .mults = {1, 2, 2, 2},
+                              .blocks = 2,
+                              .groups = 32,
+                              .heads = 1,
+                              .dropout = 0.1};
 const mpscheck::attention::Sizes<UNetConfig> kUNetModels[] = {
     {.name = "unet_ddpm",
      .infer = {.config = kUNetDdpm, .batch = 1},
      .train = {.config = kUNetDdpm, .batch = 2},
-     .quick = {.config = {.image = 16, .channels = 3, .base = 16, .mults = {1, 2}, .blocks = 1, .groups = 4, .heads = 2,
+     .quick = {.config = {.image = 16,
+                          .channels = 3,
+                          .base = 16,
+                          .mults = {1, 2},
+                          .blocks = 1,
+                          .groups = 4,
+                          .heads = 2,
                           .dropout = 0.1},
                .batch = 2}},
 };

@@ -20,7 +20,8 @@ VisionTransformerImpl::VisionTransformerImpl(const VitConfig& cfg)
   cls_token = register_parameter("cls_token", torch::zeros({1, 1, cfg.width}));
   // torchvision draws the position embedding from N(0, 0.02).
   pos_embed = register_parameter("pos_embed", torch::randn({1, tokens, cfg.width}) * 0.02);
-  const PreNormBlockOptions block{.width = cfg.width, .heads = cfg.heads, .mlp = cfg.mlp, .dropout = cfg.dropout, .eps = 1e-6};
+  const PreNormBlockOptions block{
+      .width = cfg.width, .heads = cfg.heads, .mlp = cfg.mlp, .dropout = cfg.dropout, .eps = 1e-6};
   for (int64_t i = 0; i < cfg.layers; ++i) blocks->push_back(PreNormBlock(block, "blocks." + std::to_string(i)));
 }
 
@@ -43,17 +44,44 @@ using mpscheck::attention::VitConfig;
 // vit_b16 trains at 112x112 (50 tokens): at 224 one step is ~100 GFLOP, minutes per case on a CPU.
 // quick: the same architecture at a few blocks and a 32x32 image. Inference at batch 1 like the
 // seed report; training repeats one small batch.
-constexpr VitConfig kVitTiny = {.image = 224, .patch = 16, .layers = 12, .width = 192, .heads = 3, .mlp = 768,
-                                .classes = 1000, .dropout = 0.0};
+constexpr VitConfig kVitTiny = {
+    .image = 224, .patch = 16, .layers = 12, .width = 192, .heads = 3, .mlp = 768, .classes = 1000, .dropout = 0.0};
 const mpscheck::attention::Sizes<VitConfig> kVitModels[] = {
     {.name = "vit_b16",
-     .infer = {.config = {.image = 224, .patch = 16, .layers = 12, .width = 768, .heads = 12, .mlp = 3072, .classes = 1000, .dropout = 0.0}, .batch = 1},
-     .train = {.config = {.image = 112, .patch = 16, .layers = 12, .width = 768, .heads = 12, .mlp = 3072, .classes = 1000, .dropout = 0.0}, .batch = 2},
-     .quick = {.config = {.image = 32, .patch = 8, .layers = 2, .width = 64, .heads = 4, .mlp = 128, .classes = 10, .dropout = 0.0}, .batch = 2}},
+     .infer = {.config = {.image = 224,
+                          .patch = 16,
+                          .layers = 12,
+                          .width = 768,
+                          .heads = 12,
+                          .mlp = 3072,
+                          .classes = 1000,
+                          .dropout = 0.0},
+               .batch = 1},
+     .train = {.config = {.image = 112,
+                          .patch = 16,
+                          .layers = 12,
+                          .width = 768,
+                          .heads = 12,
+                          .mlp = 3072,
+                          .classes = 1000,
+                          .dropout = 0.0},
+               .batch = 2},
+     .quick = {.config = {.image = 32,
+                          .patch = 8,
+                          .layers = 2,
+                          .width = 64,
+                          .heads = 4,
+                          .mlp = 128,
+                          .classes = 10,
+                          .dropout = 0.0},
+               .batch = 2}},
     {.name = "vit_tiny",
      .infer = {.config = kVitTiny, .batch = 1},
      .train = {.config = kVitTiny, .batch = 2},
-     .quick = {.config = {.image = 32, .patch = 4, .layers = 2, .width = 48, .heads = 3, .mlp = 96, .classes = 10, .dropout = 0.0}, .batch = 2}},
+     .quick =
+         {.config =
+              {.image = 32, .patch = 4, .layers = 2, .width = 48, .heads = 3, .mlp = 96, .classes = 10, .dropout = 0.0},
+          .batch = 2}},
 };
 
 // Standard-normal images (not model::image_batch's [0, 1) ones) and class labels.

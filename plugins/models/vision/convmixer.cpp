@@ -12,7 +12,8 @@ namespace {
 
 struct MixerBlockImpl : nn::Module {
   MixerBlockImpl(int64_t dim, int64_t kernel)
-      : depthwise(register_module("depthwise", nn::Conv2d(nn::Conv2dOptions(dim, dim, kernel).groups(dim).padding(kernel / 2)))),
+      : depthwise(register_module("depthwise",
+                                  nn::Conv2d(nn::Conv2dOptions(dim, dim, kernel).groups(dim).padding(kernel / 2)))),
         norm1(register_module("norm1", nn::BatchNorm2d(dim))),
         pointwise(register_module("pointwise", nn::Conv2d(nn::Conv2dOptions(dim, dim, 1)))),
         norm2(register_module("norm2", nn::BatchNorm2d(dim))) {}
@@ -33,8 +34,8 @@ TORCH_MODULE(MixerBlock);
 }  // namespace
 
 ConvMixerImpl::ConvMixerImpl(const ConvMixerConfig& config, int64_t num_classes)
-    : patch_embed(register_module(
-          "patch_embed", nn::Conv2d(nn::Conv2dOptions(3, config.dim, config.patch).stride(config.patch)))),
+    : patch_embed(register_module("patch_embed",
+                                  nn::Conv2d(nn::Conv2dOptions(3, config.dim, config.patch).stride(config.patch)))),
       embed_norm(register_module("embed_norm", nn::BatchNorm2d(config.dim))),
       blocks(register_module("blocks", nn::ModuleList())),
       fc(register_module("fc", nn::Linear(config.dim, num_classes))) {
@@ -45,7 +46,8 @@ ConvMixerImpl::ConvMixerImpl(const ConvMixerConfig& config, int64_t num_classes)
 torch::Tensor ConvMixerImpl::forward(torch::Tensor x) {
   using model::tap;
   x = tap("embed_norm", embed_norm->forward(torch::gelu(tap("patch_embed", patch_embed->forward(x)))));
-  for (size_t i = 0; i < blocks->size(); ++i) x = blocks[i]->as<MixerBlock>()->forward("blocks." + std::to_string(i), x);
+  for (size_t i = 0; i < blocks->size(); ++i)
+    x = blocks[i]->as<MixerBlock>()->forward("blocks." + std::to_string(i), x);
   x = tap("avgpool", torch::adaptive_avg_pool2d(x, {1, 1})).flatten(1);
   return tap("fc", fc->forward(x));
 }

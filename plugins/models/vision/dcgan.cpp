@@ -48,32 +48,30 @@ class FrozenParameters {
 }  // namespace
 
 DcganGeneratorImpl::DcganGeneratorImpl(int64_t nz, int64_t ngf, int64_t nc)
-    : main(register_module("main", nn::Sequential(up(nz, ngf * 8, 1, 0), nn::BatchNorm2d(ngf * 8), nn::ReLU(),       // 4x4
-                                                  up(ngf * 8, ngf * 4, 2, 1), nn::BatchNorm2d(ngf * 4), nn::ReLU(),  // 8x8
-                                                  up(ngf * 4, ngf * 2, 2, 1), nn::BatchNorm2d(ngf * 2), nn::ReLU(),  // 16x16
-                                                  up(ngf * 2, ngf, 2, 1), nn::BatchNorm2d(ngf), nn::ReLU(),          // 32x32
-                                                  up(ngf, nc, 2, 1), nn::Tanh()))) {                                 // 64x64
+    : main(register_module("main",
+                           nn::Sequential(up(nz, ngf * 8, 1, 0), nn::BatchNorm2d(ngf * 8), nn::ReLU(),       // 4x4
+                                          up(ngf * 8, ngf * 4, 2, 1), nn::BatchNorm2d(ngf * 4), nn::ReLU(),  // 8x8
+                                          up(ngf * 4, ngf * 2, 2, 1), nn::BatchNorm2d(ngf * 2), nn::ReLU(),  // 16x16
+                                          up(ngf * 2, ngf, 2, 1), nn::BatchNorm2d(ngf), nn::ReLU(),          // 32x32
+                                          up(ngf, nc, 2, 1), nn::Tanh()))) {                                 // 64x64
   dcgan_init(*this);
 }
 
 torch::Tensor DcganGeneratorImpl::forward(torch::Tensor z) { return forward_tapped("netG.main", main, z); }
 
 DcganDiscriminatorImpl::DcganDiscriminatorImpl(int64_t ndf, int64_t nc)
-    : main(register_module("main", nn::Sequential(down(nc, ndf, 2, 1), leaky(),                                  // 32x32
-                                                  down(ndf, ndf * 2, 2, 1), nn::BatchNorm2d(ndf * 2), leaky(),   // 16x16
-                                                  down(ndf * 2, ndf * 4, 2, 1), nn::BatchNorm2d(ndf * 4), leaky(),  // 8x8
-                                                  down(ndf * 4, ndf * 8, 2, 1), nn::BatchNorm2d(ndf * 8), leaky(),  // 4x4
-                                                  down(ndf * 8, 1, 1, 0), nn::Sigmoid()))) {
+    : main(register_module("main",
+                           nn::Sequential(down(nc, ndf, 2, 1), leaky(),                                     // 32x32
+                                          down(ndf, ndf * 2, 2, 1), nn::BatchNorm2d(ndf * 2), leaky(),      // 16x16
+                                          down(ndf * 2, ndf * 4, 2, 1), nn::BatchNorm2d(ndf * 4), leaky(),  // 8x8
+                                          down(ndf * 4, ndf * 8, 2, 1), nn::BatchNorm2d(ndf * 8), leaky(),  // 4x4
+                                          down(ndf * 8, 1, 1, 0), nn::Sigmoid()))) {
   dcgan_init(*this);
 }
 
-torch::Tensor DcganDiscriminatorImpl::forward(torch::Tensor x) {
-  return forward_tapped("netD.main", main, x).view(-1);
-}
+torch::Tensor DcganDiscriminatorImpl::forward(torch::Tensor x) { return forward_tapped("netD.main", main, x).view(-1); }
 
-torch::optim::AdamOptions dcgan_adam_options() {
-  return torch::optim::AdamOptions(2e-4).betas({0.5, 0.999});
-}
+torch::optim::AdamOptions dcgan_adam_options() { return torch::optim::AdamOptions(2e-4).betas({0.5, 0.999}); }
 
 DcganImpl::DcganImpl()
     : netG(register_module("netG", DcganGenerator())), netD(register_module("netD", DcganDiscriminator())) {}
@@ -85,7 +83,8 @@ torch::Tensor DcganImpl::forward(torch::Tensor real, torch::Tensor z) {
   torch::Tensor zeros = torch::zeros({real.size(0)}, real.options());
 
   // (1) D: maximise log(D(x)) + log(1 - D(G(z))), on a detached fake.
-  if (train_d && !optimizerD) optimizerD = std::make_unique<torch::optim::Adam>(netD->parameters(), dcgan_adam_options());
+  if (train_d && !optimizerD)
+    optimizerD = std::make_unique<torch::optim::Adam>(netD->parameters(), dcgan_adam_options());
   if (train_d) optimizerD->zero_grad();
   torch::Tensor errD = torch::binary_cross_entropy(netD->forward(real), ones) +
                        torch::binary_cross_entropy(netD->forward(fake.detach()), zeros);
@@ -116,7 +115,8 @@ MPSCHECK_CATALOG(dcgan_models) {
   // Real images scaled to [-1, 1] like the example's Normalize, and the noise z; the example's batch is 64.
   def.batch = [](bool quick, at::Generator& gen) {
     const int64_t n = quick ? 4 : 64;
-    return model::Batch{{at::rand({n, 3, 64, 64}, gen, at::kFloat) * 2 - 1, at::randn({n, 100, 1, 1}, gen, at::kFloat)}, {}};
+    return model::Batch{{at::rand({n, 3, 64, 64}, gen, at::kFloat) * 2 - 1, at::randn({n, 100, 1, 1}, gen, at::kFloat)},
+                        {}};
   };
   // The compared loss is errG + errD; only errG carries a gradient (D has already stepped).
   def.loss = [](const at::Tensor& out, const model::Batch&) {

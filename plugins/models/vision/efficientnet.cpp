@@ -27,9 +27,11 @@ int64_t round_channels(double channels, double width_mult) {
   return rounded;
 }
 
-nn::Sequential conv_bn_act(int64_t in, int64_t out, int64_t k, int64_t stride = 1, int64_t groups = 1, bool act = true) {
-  nn::Sequential seq(nn::Conv2d(nn::Conv2dOptions(in, out, k).stride(stride).padding((k - 1) / 2).groups(groups).bias(false)),
-                     nn::BatchNorm2d(out));
+nn::Sequential conv_bn_act(int64_t in, int64_t out, int64_t k, int64_t stride = 1, int64_t groups = 1,
+                           bool act = true) {
+  nn::Sequential seq(
+      nn::Conv2d(nn::Conv2dOptions(in, out, k).stride(stride).padding((k - 1) / 2).groups(groups).bias(false)),
+      nn::BatchNorm2d(out));
   if (act) seq->push_back(nn::SiLU());
   return seq;
 }
@@ -130,8 +132,8 @@ MPSCHECK_CATALOG(efficientnet_models) {
   // B4 keeps its depth (1.8x B0's blocks) at half B0's width: at its own 1.4x width (19M weights)
   // one quick training case took 5.4 s here.
   const std::vector<std::string> tags = {"seed", "cnn", "imagenet", "vision", "batchnorm", "depthwise"};
-  vision::add_imagenet_model<vision::EfficientNet>(catalog, "efficientnet_b0", tags,
-                                                   [](bool) { return vision::efficientnet_b0(); }, 64);
+  vision::add_imagenet_model<vision::EfficientNet>(
+      catalog, "efficientnet_b0", tags, [](bool) { return vision::efficientnet_b0(); }, 64);
   vision::add_imagenet_model<vision::EfficientNet>(
       catalog, "efficientnet_b4", tags, [](bool quick) { return vision::efficientnet_b4(quick ? 0.5 : 1.4); }, 64);
 }

@@ -25,8 +25,8 @@ torch::Tensor LeNet5Impl::forward(torch::Tensor x) {
 
 MPSCHECK_CATALOG(lenet5_models) {
   using namespace mpscheck;
-  auto def = model::image_classifier<vision::LeNet5>("lenet5", {"seed", "cnn", "mnist", "vision"},
-                                                     [](bool) { return vision::LeNet5(); }, model::mnist_images(64));
+  auto def = model::image_classifier<vision::LeNet5>(
+      "lenet5", {"seed", "cnn", "mnist", "vision"}, [](bool) { return vision::LeNet5(); }, model::mnist_images(64));
   def.optimizer = model::optimizer<torch::optim::SGD>(torch::optim::SGDOptions(0.01).momentum(0.9));
   model::add_model(catalog, def);
 }

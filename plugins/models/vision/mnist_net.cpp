@@ -22,8 +22,7 @@ torch::Tensor MnistNetImpl::forward(torch::Tensor x) {
 }
 
 Adadelta::Adadelta(std::vector<torch::Tensor> params, AdadeltaOptions options)
-    : Optimizer({torch::optim::OptimizerParamGroup(std::move(params))},
-                std::make_unique<AdadeltaOptions>(options)) {}
+    : Optimizer({torch::optim::OptimizerParamGroup(std::move(params))}, std::make_unique<AdadeltaOptions>(options)) {}
 
 // torch.optim.Adadelta's update, parameter by parameter.
 torch::Tensor Adadelta::step(LossClosure closure) {
@@ -59,8 +58,9 @@ torch::Tensor Adadelta::step(LossClosure closure) {
 MPSCHECK_CATALOG(mnist_net_models) {
   using namespace mpscheck;
   // The example's training batch is 64.
-  auto def = model::image_classifier<vision::MnistNet>("mnist_net", {"seed", "cnn", "mnist", "vision"},
-                                                       [](bool) { return vision::MnistNet(); }, model::mnist_images(64));
+  auto def = model::image_classifier<vision::MnistNet>(
+      "mnist_net", {"seed", "cnn", "mnist", "vision"}, [](bool) { return vision::MnistNet(); },
+      model::mnist_images(64));
   // The network ends in log_softmax, so the example's loss is the negative log-likelihood.
   def.loss = [](const at::Tensor& out, const model::Batch& b) { return torch::nll_loss(out, b.target); };
   def.optimizer = model::optimizer<vision::Adadelta>(vision::AdadeltaOptions(1.0));

@@ -74,10 +74,14 @@ nn::Sequential make_layer(const std::string& name, bool bottleneck, int64_t& in,
 }  // namespace
 
 ResNetImpl::ResNetImpl(const ResNetConfig& config, int64_t num_classes)
-    : conv1(register_module("conv1",
-                            nn::Conv2d(nn::Conv2dOptions(3, config.width, 7).stride(2).padding(3).bias(false)))),
+    : conv1(
+          register_module("conv1", nn::Conv2d(nn::Conv2dOptions(3, config.width, 7).stride(2).padding(3).bias(false)))),
       bn1(register_module("bn1", nn::BatchNorm2d(config.width))),
-      layer1(nullptr), layer2(nullptr), layer3(nullptr), layer4(nullptr), fc(nullptr) {
+      layer1(nullptr),
+      layer2(nullptr),
+      layer3(nullptr),
+      layer4(nullptr),
+      fc(nullptr) {
   const int64_t w = config.width;
   int64_t in = w;
   const bool b = config.bottleneck;
@@ -111,7 +115,8 @@ MPSCHECK_CATALOG(resnet_models) {
   // ResNet-50 runs them at a quarter of its width (1.5M weights instead of 25.6M): at full width a
   // quick training case took 6.4 s here, 1.9 s of it in the float64 gold alone.
   const std::vector<std::string> tags = {"seed", "cnn", "imagenet", "vision", "batchnorm"};
-  vision::add_imagenet_model<vision::ResNet>(catalog, "resnet18", tags, [](bool) { return vision::resnet18(); }, 64);
+  vision::add_imagenet_model<vision::ResNet>(
+      catalog, "resnet18", tags, [](bool) { return vision::resnet18(); }, 64);
   vision::add_imagenet_model<vision::ResNet>(
       catalog, "resnet50", tags, [](bool quick) { return vision::resnet50(quick ? 16 : 64); }, 64);
 }

@@ -34,7 +34,8 @@ MPSCHECK_CATALOG(vae_models) {
   // inputs: MNIST-shaped pixels in [0,1) and the reparameterisation noise; batch 128 as in the example.
   def.batch = [](bool quick, at::Generator& gen) {
     const int64_t n = quick ? 16 : 128;
-    return model::Batch{{at::rand({n, 1, 28, 28}, gen, at::kFloat), at::randn({n, vision::VaeImpl::kLatent}, gen, at::kFloat)}, {}};
+    return model::Batch{
+        {at::rand({n, 1, 28, 28}, gen, at::kFloat), at::randn({n, vision::VaeImpl::kLatent}, gen, at::kFloat)}, {}};
   };
   // BCE(recon, x, sum) + KLD, as in the example's loss_function.
   def.loss = [](const at::Tensor& out, const model::Batch& b) {

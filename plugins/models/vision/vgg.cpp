@@ -73,6 +73,7 @@ MPSCHECK_CATALOG(vgg_models) {
   // width (2.4M weights). At full width a quick training case took 20 s here, and an inference
   // case 7.9 s for forwards of 0.05 s: each instance a case makes initialises 138M weights.
   // Default training is 8 x 224^2 through the full 138M weights.
-  vision::add_imagenet_model<vision::Vgg>(catalog, "vgg16", {"seed", "cnn", "imagenet", "vision"},
-                                          [](bool quick) { return vision::vgg16(quick ? 8 : 1); }, 32, 2);
+  vision::add_imagenet_model<vision::Vgg>(
+      catalog, "vgg16", {"seed", "cnn", "imagenet", "vision"}, [](bool quick) { return vision::vgg16(quick ? 8 : 1); },
+      32, 2);
 }

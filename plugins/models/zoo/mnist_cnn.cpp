@@ -25,8 +25,8 @@ torch::Tensor MnistCnnImpl::forward(torch::Tensor x) {
 MPSCHECK_CATALOG(mnist_cnn_models) {
   using namespace mpscheck;
   // The report trained with batch 128.
-  auto def = model::image_classifier<zoo::MnistCnn>("mnist_cnn", {"seed", "cnn", "mnist"},
-                                                    [](bool) { return zoo::MnistCnn(); }, model::mnist_images(128));
+  auto def = model::image_classifier<zoo::MnistCnn>(
+      "mnist_cnn", {"seed", "cnn", "mnist"}, [](bool) { return zoo::MnistCnn(); }, model::mnist_images(128));
   def.optimizer = model::optimizer<torch::optim::Adam>(torch::optim::AdamOptions(0.01));
   def.steps = 3;
   model::add_model(catalog, def);

@@ -12,11 +12,14 @@ using T = const at::Tensor&;
 
 // float32 gets every strided layout; other dtypes the contiguous one and one strided one.
 Family activation_family(mpscheck::Catalog& catalog) {
-  return Family(catalog, "activation").dtypes(dtypes::floats).variants(layouts::strided, {Variant::contiguous(), Variant::sliced()});
+  return Family(catalog, "activation")
+      .dtypes(dtypes::floats)
+      .variants(layouts::strided, {Variant::contiguous(), Variant::sliced()});
 }
 
 }  // namespace
 
+// clang-format off
 MPSCHECK_CATALOG(activation_math_cases) {
   const Family activation = activation_family(catalog);
   const auto x = Arg::randn("x", kShape);
@@ -68,7 +71,9 @@ MPSCHECK_CATALOG(activation_math_cases) {
   exact.op("clamp_min", {x}, [](T t) { return at::clamp_min(t, 0.25); }, "torch.clamp_min(x, 0.25)").add(dtypes::f32);
   exact.op("isfinite", {x}, [](T t) { return at::isfinite(t); }, "torch.isfinite(x)").no_grad().add();
 }
+// clang-format on
 
+// clang-format off
 MPSCHECK_CATALOG(activation_nn_cases) {
   const Family activation = activation_family(catalog);
   const auto x = Arg::randn("x", kShape);
@@ -118,5 +123,6 @@ MPSCHECK_CATALOG(activation_nn_cases) {
                 [](const Tensors& a) { return at::prelu(a[0], a[1]); }, "torch.nn.functional.prelu(x, weight)")
       .add(Coverage(dtypes::f32_bf16, {Variant::contiguous(), Variant::channels_last("x")}, {Variant::contiguous()}));
 }
+// clang-format on
 
 MPSCHECK_PLUGIN("ops-activation", "0.1.0")

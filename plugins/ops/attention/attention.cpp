@@ -26,10 +26,14 @@ const std::string kScale = python_number(std::sqrt(static_cast<double>(kD)));
 // Lowest finite value of the dtype the scores have on this placement (Python: torch.finfo(dtype).min).
 double lowest(c10::ScalarType t) {
   switch (t) {
-    case c10::kDouble: return std::numeric_limits<double>::lowest();
-    case c10::kHalf: return -65504.0;
-    case c10::kBFloat16: return -3.3895313892515355e38;
-    default: return static_cast<double>(std::numeric_limits<float>::lowest());
+    case c10::kDouble:
+      return std::numeric_limits<double>::lowest();
+    case c10::kHalf:
+      return -65504.0;
+    case c10::kBFloat16:
+      return -3.3895313892515355e38;
+    default:
+      return static_cast<double>(std::numeric_limits<float>::lowest());
   }
 }
 
@@ -62,9 +66,7 @@ const std::vector<Variant> kQkvVariants = {Variant::contiguous(), Variant::trans
                                            Variant::expanded("v")};
 
 // A [B, Lq, Lk] mask whose query row 0 is masked over every key, the rest random.
-at::Tensor row0_masked(const at::Tensor& m) {
-  return at::cat({at::ones_like(m.slice(1, 0, 1)), m.slice(1, 1)}, 1);
-}
+at::Tensor row0_masked(const at::Tensor& m) { return at::cat({at::ones_like(m.slice(1, 0, 1)), m.slice(1, 1)}, 1); }
 const std::string kPyRow0Masked = "torch.cat([torch.ones_like(mask[:, :1]), mask[:, 1:]], 1)";
 
 // Multi-head attention, batch first: packed in-projection, heads split, attention, out-projection.
@@ -88,13 +90,15 @@ std::string py_mha(bool key_padding) {
   const std::string s = key_padding ? py_scores() + ".masked_fill(kpm[:, None, None, :], float('-inf'))" : py_scores();
   const std::string dims = std::to_string(kB) + ", " + std::to_string(kL);
   return "torch.nn.functional.linear((lambda q, k, v: " + py_attend(s) + ")(*[t.reshape(" + dims + ", " +
-         std::to_string(kH) + ", " + std::to_string(kD) + ").transpose(1, 2) for t in torch.nn.functional.linear(x, w_in * " + kPyWScale +
-         ", b_in * " + kPyWScale + ").chunk(3, -1)]).transpose(1, 2).reshape(" + dims + ", " + std::to_string(kE) +
-         "), w_out * " + kPyWScale + ", b_out * " + kPyWScale + ")";
+         std::to_string(kH) + ", " + std::to_string(kD) +
+         ").transpose(1, 2) for t in torch.nn.functional.linear(x, w_in * " + kPyWScale + ", b_in * " + kPyWScale +
+         ").chunk(3, -1)]).transpose(1, 2).reshape(" + dims + ", " + std::to_string(kE) + "), w_out * " + kPyWScale +
+         ", b_out * " + kPyWScale + ")";
 }
 
 }  // namespace
 
+// clang-format off
 MPSCHECK_CATALOG(attention_cases) {
   Family attention(catalog, "attention");
   attention.dtypes(dtypes::floats).variants(kQkvVariants);
@@ -162,5 +166,6 @@ MPSCHECK_CATALOG(attention_cases) {
                "dropout_p=0.0, is_causal=False)")
       .add(dtypes::f32, {Variant::contiguous(), Variant::transposed("k"), Variant::sliced("q"), Variant::expanded("keep")});
 }
+// clang-format on
 
 MPSCHECK_PLUGIN("ops-attention", "0.1.0")

@@ -42,7 +42,8 @@ struct TorchBinary {
 // b. Ops without a b get sliced a in place of b's layouts.
 Family binary_family(mpscheck::Catalog& catalog) {
   Family f(catalog, "binary");
-  f.tolerance("elementwise").dtypes(dtypes::floats)
+  f.tolerance("elementwise")
+      .dtypes(dtypes::floats)
       .variants({Variant::contiguous(), Variant::transposed("a"), Variant::sliced("b"), Variant::expanded("b")},
                 {Variant::contiguous(), Variant::expanded("b")});
   return f;
@@ -64,6 +65,7 @@ Arg grid(const std::string& name) { return exact_grid(Arg::randn(name, kShape));
 
 }  // namespace
 
+// clang-format off
 MPSCHECK_CATALOG(binary_arith_cases) {
   const Family binary = binary_family(catalog), one_operand = one_operand_family(catalog);
   using A = const Tensors&;
@@ -122,7 +124,9 @@ MPSCHECK_CATALOG(binary_arith_cases) {
   binary.op("masked_fill", {a_arg(), Arg::mask("b", kShape)}, [](A a) { return at::masked_fill(a[0], a[1], -1e4); },
             "a.masked_fill(b, -1e4)").add(kFloatsAndInt64);
 }
+// clang-format on
 
+// clang-format off
 MPSCHECK_CATALOG(binary_compare_cases) {
   // Integer-valued operands so that equal elements exist in every dtype.
   const Family binary = binary_family(catalog).no_grad(), one_operand = one_operand_family(catalog).no_grad();
@@ -160,5 +164,6 @@ MPSCHECK_CATALOG(binary_compare_cases) {
             [](const Tensors& a) { return at::bitwise_left_shift(a[0], a[1]); }, "torch.bitwise_left_shift(a, b)")
       .add(dtypes::ints, {Variant::contiguous(), Variant::expanded("b")});
 }
+// clang-format on
 
 MPSCHECK_PLUGIN("ops-binary", "0.1.0")

@@ -27,6 +27,7 @@ Variant channels_last_weight() { return Variant::of("channels_last_weight", Layo
 
 }  // namespace
 
+// clang-format off
 MPSCHECK_CATALOG(conv_cases) {
   // float32 only: reduced precision is exercised by --target cpu:bfloat16/float16 on these cases
   // (with the table's reduced tolerance, long bf16 dot products here exceed atol 3e-2 even on CPU).
@@ -116,5 +117,6 @@ MPSCHECK_CATALOG(conv_cases) {
           [](A a) { return at::conv1d(a[0], a[1], a[2], {1}, {1}); }, "torch.nn.functional.conv1d(x, weight, bias, padding=1)")
       .large().add();
 }
+// clang-format on
 
 MPSCHECK_PLUGIN("ops-conv", "0.1.0")

@@ -32,6 +32,7 @@ struct IntTarget {
 
 }  // namespace
 
+// clang-format off
 MPSCHECK_CATALOG(conversion_cases) {
   // A cast is exact: one rounding, defined by IEEE or C. Forward only unless a case says otherwise.
   const Variant contiguous = Variant::contiguous();
@@ -128,5 +129,6 @@ MPSCHECK_CATALOG(conversion_cases) {
   conversion.op("to_int64_large", {grid("x", {(int64_t{1} << 24) + 4096}, -256, 256)},
                 [](T x) { return (x / 4).to(at::kLong); }, "(x / 4).to(torch.int64)").large().add(dtypes::f32);
 }
+// clang-format on
 
 MPSCHECK_PLUGIN("ops-conversion", "0.1.0")

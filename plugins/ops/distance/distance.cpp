@@ -4,6 +4,7 @@
 
 using namespace mpscheck::op;
 
+// clang-format off
 MPSCHECK_CATALOG(distance_cases) {
   Family distance(catalog, "distance");
   distance.tolerance("reduction").dtypes(dtypes::f32_bf16).variants({Variant::contiguous(), Variant::transposed("x")});
@@ -14,5 +15,6 @@ MPSCHECK_CATALOG(distance_cases) {
   distance.op("cdist_p1", {Arg::randn("x", {32, 16}), Arg::randn("y", {24, 16})},
               [](A a) { return at::cdist(a[0], a[1], 1.0); }, "torch.cdist(x, y, p=1.0)").add(dtypes::f32);
 }
+// clang-format on
 
 MPSCHECK_PLUGIN("ops-distance", "0.1.0")

@@ -38,7 +38,8 @@ void add_transform(const Family& fft, const Transform& t) {
     const bool complex_input = t.complex_input;
     auto fn = t.fn;
     const std::string nrm = norm;
-    fft.op(t.name + "_norm_" + norm, args,
+    fft.op(
+           t.name + "_norm_" + norm, args,
            [complex_input, fn, nrm](const Tensors& a) {
              return as_real(fn(complex_input ? at::complex(a[0], a[1]) : a[0], nrm));
            },
@@ -54,6 +55,7 @@ const std::string kPyWindow = "torch.hann_window(64, dtype=x.dtype, device=x.dev
 
 }  // namespace
 
+// clang-format off
 MPSCHECK_CATALOG(fft_cases) {
   // float32 only; every case lists its layouts, and most take contiguous and transposed x.
   Family fft(catalog, "fft");
@@ -133,5 +135,6 @@ MPSCHECK_CATALOG(fft_cases) {
          "onesided=True, length=256, return_complex=False))(" + kPyWindow + ")")
       .variants({Variant::contiguous(), Variant::sliced("x")}).add();
 }
+// clang-format on
 
 MPSCHECK_PLUGIN("ops-fft", "0.1.0")

@@ -34,11 +34,11 @@ Arg exact(std::string name, std::vector<int64_t> shape) {
 // unique ones. `dup_index` draws the indices; `uniq` builds them from a key inside the op.
 struct GatherCase {
   std::string op;
-  std::vector<Arg> data;  // args before the index
-  Arg dup_index;          // drawn indices, with duplicates
-  Arg key;                // integer key whose stable argsort gives unique indices
+  std::vector<Arg> data;                              // args before the index
+  Arg dup_index;                                      // drawn indices, with duplicates
+  Arg key;                                            // integer key whose stable argsort gives unique indices
   std::function<at::Tensor(const at::Tensor&)> uniq;  // key -> indices
-  std::string uniq_python;                             // the same over `key`
+  std::string uniq_python;                            // the same over `key`
   std::function<Tensors(const Tensors& data, const at::Tensor& index)> fn;
   std::string python;  // over the data arg names and `index`
 };
@@ -49,7 +49,9 @@ void add_gather(const Family& indexing, const GatherCase& c, const DTypes& dup_d
   std::vector<Arg> args = c.data;
   args.push_back(c.dup_index);
   auto fn = c.fn;
-  indexing.op(c.op, args, [fn, n](A a) { return fn(Tensors(a.begin(), a.begin() + n), a[n]); }, c.python)
+  indexing
+      .op(
+          c.op, args, [fn, n](A a) { return fn(Tensors(a.begin(), a.begin() + n), a[n]); }, c.python)
       .add(dup_dtypes, variants);
   std::vector<Arg> uargs = c.data;
   uargs.push_back(c.key);
@@ -68,7 +70,9 @@ void add_gather(const Family& indexing, const GatherCase& c, const DTypes& dup_d
     } catch (const std::logic_error&) {
     }
   }
-  indexing.op(c.op, uargs, [fn, uniq, n](A a) { return fn(Tensors(a.begin(), a.begin() + n), uniq(a[n])); }, py)
+  indexing
+      .op(
+          c.op, uargs, [fn, uniq, n](A a) { return fn(Tensors(a.begin(), a.begin() + n), uniq(a[n])); }, py)
       .add(reduced, uvariants);
 }
 
@@ -78,6 +82,7 @@ at::Tensor bag_offsets(const at::Tensor& indices, int64_t bag) {
 
 }  // namespace
 
+// clang-format off
 MPSCHECK_CATALOG(indexing_cases) {
   const Variant contiguous = Variant::contiguous();
   Family indexing(catalog, "indexing");
@@ -318,5 +323,6 @@ MPSCHECK_CATALOG(indexing_cases) {
               "torch.scatter_add(x, 0, index, src)")
       .no_grad().large().add(dtypes::f32);
 }
+// clang-format on
 
 MPSCHECK_PLUGIN("ops-indexing", "0.1.0")

@@ -24,6 +24,7 @@ std::string shifted_py(const std::string& a, int64_t n) {
 
 }  // namespace
 
+// clang-format off
 MPSCHECK_CATALOG(linalg_cases) {
   // float32 (and integers where the op takes them): reduced precision is exercised by --target
   // cpu:bfloat16/float16 on these cases (with the table's reduced tolerance, long bf16 dot products
@@ -147,5 +148,6 @@ MPSCHECK_CATALOG(linalg_cases) {
   matmul.op("linear_big_output", {Arg::randn("x", {4096, 64}), Arg::randn("weight", {4200, 64})},
             [](A a) { return at::linear(a[0], a[1]); }, "torch.nn.functional.linear(x, weight)").large().add();
 }
+// clang-format on
 
 MPSCHECK_PLUGIN("ops-linalg", "0.1.0")

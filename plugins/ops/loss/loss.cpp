@@ -37,6 +37,7 @@ Family loss_family(mpscheck::Catalog& catalog, Variants variants) {
 
 }  // namespace
 
+// clang-format off
 MPSCHECK_CATALOG(loss_classification_cases) {
   const Family loss = loss_family(catalog, {Variant::contiguous(), Variant::transposed("x")});
   for (const auto& r : kReductions) {
@@ -87,7 +88,9 @@ MPSCHECK_CATALOG(loss_classification_cases) {
           [](A a) { return at::soft_margin_loss(a[0], a[1] * 2 - 1, at::Reduction::Mean); },
           "torch.nn.functional.soft_margin_loss(x, y * 2 - 1)").add(dtypes::f32);
 }
+// clang-format on
 
+// clang-format off
 MPSCHECK_CATALOG(loss_regression_cases) {
   const Family loss = loss_family(catalog, {Variant::contiguous(), Variant::transposed("a"), Variant::expanded("b")});
   const std::vector<int64_t> shape = {32, 48};
@@ -119,7 +122,9 @@ MPSCHECK_CATALOG(loss_regression_cases) {
           [](A a) { return at::poisson_nll_loss(a[0], a[1], true, false, 1e-8, at::Reduction::Mean); },
           "torch.nn.functional.poisson_nll_loss(a, b)").add(dtypes::f32, {Variant::contiguous(), Variant::transposed("a")});
 }
+// clang-format on
 
+// clang-format off
 MPSCHECK_CATALOG(loss_embedding_cases) {
   const Family loss = loss_family(catalog, {Variant::contiguous(), Variant::transposed("a")});
   for (const auto& r : kReductions) {
@@ -141,7 +146,9 @@ MPSCHECK_CATALOG(loss_embedding_cases) {
           [](A a) { return at::triplet_margin_loss(a[0], a[1], a[2], 1.0, 2, 1e-6, false, at::Reduction::Mean); },
           "torch.nn.functional.triplet_margin_loss(a, p, n, margin=1.0, p=2, eps=1e-6)").add(dtypes::f32);
 }
+// clang-format on
 
+// clang-format off
 MPSCHECK_CATALOG(loss_ctc_cases) {
   const Family loss = loss_family(catalog, {Variant::contiguous(), Variant::transposed("x")});
   // (T, N, C) = (50, 4, 20), targets of length 10 drawn from the non-blank classes.
@@ -165,5 +172,6 @@ MPSCHECK_CATALOG(loss_ctc_cases) {
           "torch.nn.functional.ctc_loss(x.log_softmax(2), target, [8, 8, 8, 8], [10, 10, 10, 10], "
           "zero_infinity=True)").add(dtypes::f32, {Variant::contiguous()});
 }
+// clang-format on
 
 MPSCHECK_PLUGIN("ops-loss", "0.1.0")

@@ -20,6 +20,7 @@ at::Tensor batch_norm_train(A a) { return at::batch_norm(a[0], a[1], a[2], a[3],
 
 }  // namespace
 
+// clang-format off
 MPSCHECK_CATALOG(norm_batch_cases) {
   Family norm(catalog, "norm");
   norm.dtypes(dtypes::floats).variants({Variant::contiguous(), Variant::channels_last("x")});
@@ -49,7 +50,9 @@ MPSCHECK_CATALOG(norm_batch_cases) {
           "torch.nn.functional.group_norm(x, 8, weight, bias, 1e-5)")
       .add(dtypes::f32_bf16, {Variant::contiguous(), Variant::transposed("x")});
 }
+// clang-format on
 
+// clang-format off
 MPSCHECK_CATALOG(norm_layer_cases) {
   Family norm(catalog, "norm");
   norm.dtypes(dtypes::floats).variants({Variant::contiguous(), Variant::sliced("x"), Variant::transposed("x")});
@@ -98,5 +101,6 @@ MPSCHECK_CATALOG(norm_layer_cases) {
           "torch.nn.functional.local_response_norm(x, 5, 1e-4, 0.75, 1.0)")
       .add(dtypes::f32, {Variant::contiguous(), Variant::transposed("x")});
 }
+// clang-format on
 
 MPSCHECK_PLUGIN("ops-norm", "0.1.0")

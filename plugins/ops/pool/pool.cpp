@@ -4,6 +4,7 @@
 
 using namespace mpscheck::op;
 
+// clang-format off
 MPSCHECK_CATALOG(pool_cases) {
   Family pool(catalog, "pool");
   const Variants v4d{Variant::contiguous(), Variant::channels_last(), Variant::sliced()};
@@ -103,5 +104,6 @@ MPSCHECK_CATALOG(pool_cases) {
           "torch.nn.functional.interpolate(x, size=(1100, 1100), mode='bilinear', align_corners=False)")
       .large().add();
 }
+// clang-format on
 
 MPSCHECK_PLUGIN("ops-pool", "0.1.0")

@@ -65,7 +65,8 @@ Tensors unit_stats(const at::Tensor& f) {
       .done();
 }
 const std::string kUnitPy =
-    "(lambda f: torch.cat([torch.stack([f.mean(), f.var(), f.min(), f.max(), ((f[:-1] - 0.5) * (f[1:] - 0.5)).mean()]), "
+    "(lambda f: torch.cat([torch.stack([f.mean(), f.var(), f.min(), f.max(), ((f[:-1] - 0.5) * (f[1:] - "
+    "0.5)).mean()]), "
     "torch.histc(f, 10, 0, 1) / f.numel()]))";
 
 // Exponential(1) sample of n: mean (SE 1/sqrt(n)), variance (sqrt(8/n)), P(x>1) = e^-1 and
@@ -89,6 +90,7 @@ std::string py(const std::string& stats, const std::string& s) { return stats + 
 
 }  // namespace
 
+// clang-format off
 MPSCHECK_CATALOG(random_cases) {
   const Variant contiguous = Variant::contiguous();
   const std::vector<Variant> strided = {contiguous, Variant::transposed("x"), Variant::sliced("x")};
@@ -264,5 +266,6 @@ MPSCHECK_CATALOG(random_cases) {
   constexpr int64_t kPermLarge = (int64_t{1} << 24) + 4096;
   random.op("randperm_large", {device_arg()}, randperm_stats(kPermLarge), randperm_py(kPermLarge)).large().add(dtypes::f32);
 }
+// clang-format on
 
 MPSCHECK_PLUGIN("ops-random", "0.1.0")

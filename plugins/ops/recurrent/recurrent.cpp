@@ -33,8 +33,8 @@ std::vector<Arg> cell_args(int64_t gates, bool lstm) {
   return a;
 }
 
-const std::vector<Variant> kCellVariants = {Variant::contiguous(), Variant::transposed("w_ih"),
-                                            Variant::sliced("x"), Variant::expanded("h")};
+const std::vector<Variant> kCellVariants = {Variant::contiguous(), Variant::transposed("w_ih"), Variant::sliced("x"),
+                                            Variant::expanded("h")};
 
 // ----- layers: flat weights per layer and direction: w_ih, w_hh, b_ih, b_hh -----
 
@@ -51,19 +51,19 @@ int64_t dirs(const Layer& l) { return l.bidirectional ? 2 : 1; }
 
 std::vector<Arg> layer_args(const Layer& l, std::vector<std::string>& weight_names) {
   std::vector<Arg> a;
-  a.push_back(Arg::randn("x", l.batch_first ? std::vector<int64_t>{kBatch, kSeq, kIn}
-                                            : std::vector<int64_t>{kSeq, kBatch, kIn}));
+  a.push_back(Arg::randn(
+      "x", l.batch_first ? std::vector<int64_t>{kBatch, kSeq, kIn} : std::vector<int64_t>{kSeq, kBatch, kIn}));
   a.push_back(Arg::randn("h", {l.layers * dirs(l), kBatch, kHidden}));
   if (l.lstm) a.push_back(Arg::randn("c", {l.layers * dirs(l), kBatch, kHidden}));
   for (int64_t layer = 0; layer < l.layers; ++layer) {
     const int64_t in = layer == 0 ? kIn : kHidden * dirs(l);
     for (int64_t d = 0; d < dirs(l); ++d) {
       const std::string suffix = "_l" + std::to_string(layer) + (d ? "r" : "");
-      for (const auto& [stem, shape] : std::vector<std::pair<std::string, std::vector<int64_t>>>{
-               {"w_ih", {l.gates * kHidden, in}},
-               {"w_hh", {l.gates * kHidden, kHidden}},
-               {"b_ih", {l.gates * kHidden}},
-               {"b_hh", {l.gates * kHidden}}}) {
+      for (const auto& [stem, shape] :
+           std::vector<std::pair<std::string, std::vector<int64_t>>>{{"w_ih", {l.gates * kHidden, in}},
+                                                                     {"w_hh", {l.gates * kHidden, kHidden}},
+                                                                     {"b_ih", {l.gates * kHidden}},
+                                                                     {"b_hh", {l.gates * kHidden}}}) {
         weight_names.push_back(stem + suffix);
         a.push_back(weight(stem + suffix, shape));
       }
@@ -80,8 +80,8 @@ void add_layer(const Family& recurrent, const Layer& l) {
     std::vector<at::Tensor> params;
     for (size_t i = first_weight; i < a.size(); ++i) params.push_back(w(a[i]));
     if (l.lstm) {
-      auto [out, hy, cy] = at::lstm(a[0], {a[1], a[2]}, params, true, l.layers, 0.0, false, l.bidirectional,
-                                    l.batch_first);
+      auto [out, hy, cy] =
+          at::lstm(a[0], {a[1], a[2]}, params, true, l.layers, 0.0, false, l.bidirectional, l.batch_first);
       return Tensors{out, hy, cy};
     }
     auto [out, hy] = at::gru(a[0], a[1], params, true, l.layers, 0.0, false, l.bidirectional, l.batch_first);
@@ -94,11 +94,13 @@ void add_layer(const Family& recurrent, const Layer& l) {
                             (l.bidirectional ? "True" : "False") + ", " + (l.batch_first ? "True" : "False") + ")";
   std::string python = l.lstm ? "torch.lstm(x, (h, c), " + list + flags : "torch.gru(x, h, " + list + flags;
   recurrent.op(l.name, std::move(args), std::move(fn), std::move(python))
-      .variants({Variant::contiguous(), Variant::transposed("w_hh_l0"), Variant::sliced("x")}).add();
+      .variants({Variant::contiguous(), Variant::transposed("w_hh_l0"), Variant::sliced("x")})
+      .add();
 }
 
 }  // namespace
 
+// clang-format off
 MPSCHECK_CATALOG(recurrent_cases) {
   Family recurrent(catalog, "recurrent");
   recurrent.dtypes(dtypes::floats).variants(kCellVariants);
@@ -132,5 +134,6 @@ MPSCHECK_CATALOG(recurrent_cases) {
        })
     add_layer(recurrent, l);
 }
+// clang-format on
 
 MPSCHECK_PLUGIN("ops-recurrent", "0.1.0")

@@ -15,7 +15,9 @@ using T = const at::Tensor&;
 
 // float32: contiguous, transposed (reduce over a strided dim), sliced; others: contiguous, transposed.
 Family reduction_family(mpscheck::Catalog& catalog) {
-  return Family(catalog, "reduction").dtypes(dtypes::floats).variants(layouts::strided, {Variant::contiguous(), Variant::transposed()});
+  return Family(catalog, "reduction")
+      .dtypes(dtypes::floats)
+      .variants(layouts::strided, {Variant::contiguous(), Variant::transposed()});
 }
 
 // Past 2^24 elements float32 cannot count and float32 indices cannot address: forward only.
@@ -25,10 +27,13 @@ Arg x_arg() { return Arg::randn("x", kShape); }
 
 // An arg-reduction's index is ambiguous where values tie (rounding to float16/bfloat16 makes
 // ties): it is checked by the value it selects from x.
-IndexOf into_x(bool flat) { return IndexOf{0, [](const Tensors& a) { return a[0]; }, -1, flat}; }
+IndexOf into_x(bool flat) {
+  return IndexOf{0, [](const Tensors& a) { return a[0]; }, -1, flat};
+}
 
 }  // namespace
 
+// clang-format off
 MPSCHECK_CATALOG(reduction_sum_cases) {
   const Family reduction = reduction_family(catalog);
   const DTypes with_bool = {c10::kFloat, c10::kHalf, c10::kBFloat16, c10::kLong, c10::kInt, c10::kBool};
@@ -68,7 +73,9 @@ MPSCHECK_CATALOG(reduction_sum_cases) {
   add_large(reduction.op("logsumexp", {Arg::uniform("x", {2, 1 << 24}, -50, 50)},
                          [](T x) { return at::logsumexp(x, {-1}); }, "torch.logsumexp(x, -1)"));
 }
+// clang-format on
 
+// clang-format off
 MPSCHECK_CATALOG(reduction_extrema_cases) {
   const Family reduction = reduction_family(catalog);
   reduction.op("amax", {x_arg()}, [](T x) { return at::amax(x, {-1}); }, "torch.amax(x, -1)").add(dtypes::all);
@@ -91,7 +98,9 @@ MPSCHECK_CATALOG(reduction_extrema_cases) {
   add_large(reduction.op("amax", {Arg::randn("x", {2, 1 << 24})}, [](T x) { return at::amax(x, {-1}); },
                          "torch.amax(x, -1)"));
 }
+// clang-format on
 
+// clang-format off
 MPSCHECK_CATALOG(reduction_statistics_cases) {
   const Family reduction = reduction_family(catalog);
   reduction.op("std", {x_arg()}, [](T x) { return at::std(x, {-1}, true, false); }, "torch.std(x, -1, unbiased=True)")
@@ -129,5 +138,6 @@ MPSCHECK_CATALOG(reduction_statistics_cases) {
   add_large(reduction.op("count_nonzero", {Arg::mask("x", {1 << 25})}, [](T x) { return at::count_nonzero(x); },
                          "torch.count_nonzero(x)"), c10::kBool);
 }
+// clang-format on
 
 MPSCHECK_PLUGIN("ops-reduction", "0.1.0")

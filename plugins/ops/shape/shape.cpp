@@ -37,6 +37,7 @@ Variant named(std::string name, Layout layout, std::string arg) {
 
 }  // namespace
 
+// clang-format off
 MPSCHECK_CATALOG(shape_cases) {
   const Variant contiguous = Variant::contiguous();
   const Variant transposed = Variant::transposed(), sliced = Variant::sliced();
@@ -229,5 +230,6 @@ MPSCHECK_CATALOG(shape_cases) {
   shape.op("cat_large", {Arg::randn("a", {1 << 12, 1 << 12}), Arg::randn("b", {64, 1 << 12})},
            [](A a) { return at::cat({a[0], a[1]}, 0); }, "torch.cat([a, b], 0)").no_grad().large().add(dtypes::f32);
 }
+// clang-format on
 
 MPSCHECK_PLUGIN("ops-shape", "0.1.0")

@@ -12,6 +12,7 @@ Arg logits(std::vector<int64_t> shape) { return Arg::uniform("x", std::move(shap
 
 }  // namespace
 
+// clang-format off
 MPSCHECK_CATALOG(softmax_cases) {
   // Every dtype gets contiguous, transposed and sliced inputs: the reduction dim changes stride.
   Family softmax(catalog, "softmax");
@@ -61,5 +62,6 @@ MPSCHECK_CATALOG(softmax_cases) {
   softmax.op("softmax_dim0", {logits({1 << 20, 20})}, [](const at::Tensor& x) { return at::softmax(x, 0); },
              "torch.softmax(x, 0)").no_grad().large().add(dtypes::f32);
 }
+// clang-format on
 
 MPSCHECK_PLUGIN("ops-softmax", "0.1.0")

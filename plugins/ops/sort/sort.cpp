@@ -31,10 +31,13 @@ std::vector<Arg> distinct_args(std::vector<int64_t> shape) {
 Tensors pair(const std::tuple<at::Tensor, at::Tensor>& t) { return Tensors{std::get<0>(t), std::get<1>(t)}; }
 
 // The second output indexes into the tie-free values along `dim`: also checked by what it selects.
-IndexOf into_distinct(int64_t dim = -1) { return IndexOf{1, [dim](A a) { return distinct(a, dim); }, dim, false}; }
+IndexOf into_distinct(int64_t dim = -1) {
+  return IndexOf{1, [dim](A a) { return distinct(a, dim); }, dim, false};
+}
 
 }  // namespace
 
+// clang-format off
 MPSCHECK_CATALOG(sort_cases) {
   // Selection moves values, it never computes new ones.
   const Variant contiguous = Variant::contiguous();
@@ -141,5 +144,6 @@ MPSCHECK_CATALOG(sort_cases) {
   sort.op("topk_large", {Arg::randn("x", {(1 << 24) + 4096})}, [](A a) { return std::get<0>(at::topk(a[0], 100)); },
           "torch.topk(x, 100).values").no_grad().large().add(dtypes::f32);
 }
+// clang-format on
 
 MPSCHECK_PLUGIN("ops-sort", "0.1.0")
