@@ -19,14 +19,10 @@ bool is_reduced(c10::ScalarType t) { return t == c10::kHalf || t == c10::kBFloat
 // The largest finite value of `dtype`.
 double largest_finite(c10::ScalarType dtype) {
   switch (dtype) {
-    case c10::kHalf:
-      return 65504.0;
-    case c10::kBFloat16:
-      return static_cast<double>(std::numeric_limits<c10::BFloat16>::max());
-    case c10::kFloat:
-      return static_cast<double>(std::numeric_limits<float>::max());
-    default:
-      return std::numeric_limits<double>::max();
+    case c10::kHalf: return 65504.0;
+    case c10::kBFloat16: return static_cast<double>(std::numeric_limits<c10::BFloat16>::max());
+    case c10::kFloat: return static_cast<double>(std::numeric_limits<float>::max());
+    default: return std::numeric_limits<double>::max();
   }
 }
 

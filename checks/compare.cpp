@@ -77,16 +77,49 @@ std::string index_string(std::int64_t flat, const std::vector<std::int64_t>& sha
 
 double unit_roundoff(c10::ScalarType dtype) {
   switch (dtype) {
-    case c10::kHalf:
-      return std::ldexp(1.0, -11);
-    case c10::kBFloat16:
-      return std::ldexp(1.0, -8);
-    case c10::kDouble:
-      return std::ldexp(1.0, -53);
-    default:
-      return std::ldexp(1.0, -24);
+    case c10::kHalf: return std::ldexp(1.0, -11);
+    case c10::kBFloat16: return std::ldexp(1.0, -8);
+    case c10::kDouble: return std::ldexp(1.0, -53);
+    default: return std::ldexp(1.0, -24);
   }
 }
+
+namespace {
+
+// One pass over the elements. float32/float64 pairs are read in place; integer pairs as int64;
+// complex pairs as complex double; the rest (half, bfloat16, mixed) in double. Conversions go 1M
+// elements at a time so the temporary stays small whatever the output's size (a VGG-16's
+// parameters are 138M elements).
+void scan_elements(ElementStats& stats, const at::Tensor& ref, const at::Tensor& tgt, std::int64_t numel, bool fast,
+                   bool integral, bool complex) {
+  const c10::ScalarType rt = ref.scalar_type(), tt = tgt.scalar_type();
+  const bool same_native = rt == tt && (rt == at::kFloat || rt == at::kDouble);
+  if (fast) {
+    stats.scan_fast(ref.contiguous(), tgt.contiguous());
+  } else if (same_native) {
+    const at::Tensor r = ref.contiguous(), t = tgt.contiguous();
+    if (rt == at::kFloat)
+      stats.scan(r.data_ptr<float>(), t.data_ptr<float>(), 0, numel);
+    else
+      stats.scan(r.data_ptr<double>(), t.data_ptr<double>(), 0, numel);
+  } else {
+    constexpr std::int64_t kChunk = std::int64_t{1} << 20;
+    const c10::ScalarType wide = integral ? at::kLong : complex ? at::kComplexDouble : at::kDouble;
+    for (std::int64_t begin = 0; begin < numel; begin += kChunk) {
+      const std::int64_t len = std::min(kChunk, numel - begin);
+      const at::Tensor r = ref.narrow(0, begin, len).to(wide).contiguous();
+      const at::Tensor t = tgt.narrow(0, begin, len).to(wide).contiguous();
+      if (integral)
+        stats.scan(r.data_ptr<std::int64_t>(), t.data_ptr<std::int64_t>(), begin, len);
+      else if (complex)
+        stats.scan_complex(r.data_ptr<c10::complex<double>>(), t.data_ptr<c10::complex<double>>(), begin, len);
+      else
+        stats.scan(r.data_ptr<double>(), t.data_ptr<double>(), begin, len);
+    }
+  }
+}
+
+}  // namespace
 
 OutputReport compare_tensors(const std::string& name, const at::Tensor& reference, const at::Tensor& target,
                              const Tolerance& tol_in, c10::ScalarType reduced) {
@@ -128,35 +161,8 @@ OutputReport compare_tensors(const std::string& name, const at::Tensor& referenc
     return finish();
   }
 
-  // One pass over the elements. float32/float64 pairs are read in place; integer pairs as int64;
-  // complex pairs as complex double; the rest (half, bfloat16, mixed) in double. Conversions go 1M
-  // elements at a time so the temporary stays small whatever the output's size (a VGG-16's
-  // parameters are 138M elements).
   ElementStats stats(tol);
-  const bool same_native = rt == tt && (rt == at::kFloat || rt == at::kDouble);
-  if (fast) {
-    stats.scan_fast(ref.contiguous(), tgt.contiguous());
-  } else if (same_native) {
-    const at::Tensor r = ref.contiguous(), t = tgt.contiguous();
-    if (rt == at::kFloat)
-      stats.scan(r.data_ptr<float>(), t.data_ptr<float>(), 0, o.numel);
-    else
-      stats.scan(r.data_ptr<double>(), t.data_ptr<double>(), 0, o.numel);
-  } else {
-    constexpr std::int64_t kChunk = std::int64_t{1} << 20;
-    const c10::ScalarType wide = integral ? at::kLong : complex ? at::kComplexDouble : at::kDouble;
-    for (std::int64_t begin = 0; begin < o.numel; begin += kChunk) {
-      const std::int64_t len = std::min(kChunk, o.numel - begin);
-      const at::Tensor r = ref.narrow(0, begin, len).to(wide).contiguous();
-      const at::Tensor t = tgt.narrow(0, begin, len).to(wide).contiguous();
-      if (integral)
-        stats.scan(r.data_ptr<std::int64_t>(), t.data_ptr<std::int64_t>(), begin, len);
-      else if (complex)
-        stats.scan_complex(r.data_ptr<c10::complex<double>>(), t.data_ptr<c10::complex<double>>(), begin, len);
-      else
-        stats.scan(r.data_ptr<double>(), t.data_ptr<double>(), begin, len);
-    }
-  }
+  scan_elements(stats, ref, tgt, o.numel, fast, integral, complex);
   stats.fill(o);
   const std::int64_t worst = stats.worst;
   o.ok = o.mismatches == 0;

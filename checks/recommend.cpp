@@ -63,21 +63,11 @@ std::map<std::string, ClassSummary> summarize_classes(const std::vector<CaseResu
   for (const auto& c : cases) {
     auto& s = out[workload_class(c.id)];
     switch (c.recommendation) {
-      case Recommendation::Blocked:
-        ++s.blocked;
-        break;
-      case Recommendation::ReduceMemory:
-        ++s.reduce_memory;
-        break;
-      case Recommendation::Accelerate:
-        ++s.accelerate;
-        break;
-      case Recommendation::KeepOnCpu:
-        ++s.keep_on_cpu;
-        break;
-      case Recommendation::None:
-        ++s.skipped;
-        break;
+      case Recommendation::Blocked: ++s.blocked; break;
+      case Recommendation::ReduceMemory: ++s.reduce_memory; break;
+      case Recommendation::Accelerate: ++s.accelerate; break;
+      case Recommendation::KeepOnCpu: ++s.keep_on_cpu; break;
+      case Recommendation::None: ++s.skipped; break;
     }
   }
   return out;

@@ -14,16 +14,11 @@ namespace {
 // PyTorch's assert_close defaults per dtype.
 Tolerance dtype_default(c10::ScalarType dtype) {
   switch (dtype) {
-    case c10::kHalf:
-      return {1e-3, 1e-5};
-    case c10::kBFloat16:
-      return {1.6e-2, 1e-5};
-    case c10::kDouble:
-      return {1e-7, 1e-7};
-    case c10::kFloat:
-      return {1.3e-6, 1e-5};
-    default:
-      return {0, 0};
+    case c10::kHalf: return {1e-3, 1e-5};
+    case c10::kBFloat16: return {1.6e-2, 1e-5};
+    case c10::kDouble: return {1e-7, 1e-7};
+    case c10::kFloat: return {1.3e-6, 1e-5};
+    default: return {0, 0};
   }
 }
 

@@ -195,24 +195,14 @@ int run_mpscheck(int argc, char** argv) {
     return kExitUsage;
   }
   switch (cfg.command) {
-    case Command::Help:
-      std::cout << text;
-      return kExitOk;
-    case Command::Version:
-      std::cout << text << '\n';
-      return kExitOk;
-    case Command::Worker:
-      return worker_main();
-    case Command::Env:
-      return print_env(cfg);
-    case Command::Compare:
-      return compare_command(cfg);
-    case Command::Merge:
-      return merge_command(cfg);
-    case Command::Expect:
-      return expect_command(cfg);
-    default:
-      break;
+    case Command::Help: std::cout << text; return kExitOk;
+    case Command::Version: std::cout << text << '\n'; return kExitOk;
+    case Command::Worker: return worker_main();
+    case Command::Env: return print_env(cfg);
+    case Command::Compare: return compare_command(cfg);
+    case Command::Merge: return merge_command(cfg);
+    case Command::Expect: return expect_command(cfg);
+    default: break;
   }
   try {
     return run_cases(argc, argv, cfg);

@@ -66,12 +66,9 @@ class WarningRecorder final : public c10::WarningHandler {
   static constexpr size_t kMax = 20;
   const char* side_name() const {
     switch (side_) {
-      case Side::Target:
-        return "target";
-      case Side::Gold:
-        return "float64 gold";
-      default:
-        return "reference";
+      case Side::Target: return "target";
+      case Side::Gold: return "float64 gold";
+      default: return "reference";
     }
   }
   c10::WarningUtils::WarningHandlerGuard guard_;

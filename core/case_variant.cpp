@@ -94,14 +94,10 @@ InputVariant parse_input(const std::string& text, const std::string& id) {
 
 const char* layout_token(InputLayout l) {
   switch (l) {
-    case InputLayout::Declared:
-      return "";
-    case InputLayout::Contiguous:
-      return "c";
-    case InputLayout::Transposed:
-      return "t";
-    case InputLayout::ChannelsLast:
-      return "cl";
+    case InputLayout::Declared: return "";
+    case InputLayout::Contiguous: return "c";
+    case InputLayout::Transposed: return "t";
+    case InputLayout::ChannelsLast: return "cl";
   }
   return "";
 }

@@ -31,16 +31,11 @@ constexpr const char* kTorchKey = "mpscheck.torch_version";
 
 const char* dtype_name(c10::ScalarType t) {
   switch (t) {
-    case c10::kFloat:
-      return "float32";
-    case c10::kDouble:
-      return "float64";
-    case c10::kBFloat16:
-      return "bfloat16";
-    case c10::kHalf:
-      return "float16";
-    default:
-      return "?";
+    case c10::kFloat: return "float32";
+    case c10::kDouble: return "float64";
+    case c10::kBFloat16: return "bfloat16";
+    case c10::kHalf: return "float16";
+    default: return "?";
   }
 }
 

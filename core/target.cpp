@@ -16,14 +16,10 @@ namespace mpscheck {
 namespace {
 const char* dtype_name(c10::ScalarType t) {
   switch (t) {
-    case c10::kHalf:
-      return "float16";
-    case c10::kBFloat16:
-      return "bfloat16";
-    case c10::kFloat:
-      return "float32";
-    default:
-      return c10::toString(t);
+    case c10::kHalf: return "float16";
+    case c10::kBFloat16: return "bfloat16";
+    case c10::kFloat: return "float32";
+    default: return c10::toString(t);
   }
 }
 

@@ -30,26 +30,16 @@ CaseName split_case_id(const CaseResult& c) {
 
 int severity(Status s) {
   switch (s) {
-    case Status::Skip:
-      return 0;
-    case Status::Pass:
-      return 1;
-    case Status::Fallback:
-      return 2;
-    case Status::Memory:
-      return 3;
-    case Status::Unsupported:
-      return 4;
-    case Status::Error:
-      return 5;
-    case Status::Mismatch:
-      return 6;
-    case Status::Nan:
-      return 7;
-    case Status::Timeout:
-      return 8;
-    case Status::Crash:
-      return 9;
+    case Status::Skip: return 0;
+    case Status::Pass: return 1;
+    case Status::Fallback: return 2;
+    case Status::Memory: return 3;
+    case Status::Unsupported: return 4;
+    case Status::Error: return 5;
+    case Status::Mismatch: return 6;
+    case Status::Nan: return 7;
+    case Status::Timeout: return 8;
+    case Status::Crash: return 9;
   }
   return 0;
 }

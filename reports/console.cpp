@@ -23,19 +23,11 @@ std::string ConsoleReporter::paint(const std::string& text, Status status) const
   if (!color_) return text;
   const char* code = "";
   switch (status) {
-    case Status::Pass:
-      code = "\x1b[32m";
-      break;
-    case Status::Skip:
-      code = "\x1b[2m";
-      break;
+    case Status::Pass: code = "\x1b[32m"; break;
+    case Status::Skip: code = "\x1b[2m"; break;
     case Status::Unsupported:
-    case Status::Fallback:
-      code = "\x1b[33m";
-      break;
-    default:
-      code = "\x1b[31m";
-      break;
+    case Status::Fallback: code = "\x1b[33m"; break;
+    default: code = "\x1b[31m"; break;
   }
   return std::string(code) + text + "\x1b[0m";
 }

@@ -61,7 +61,7 @@ CORE_TIERS = [
     # configuration and the command line, the environment, the journal, expectations, references.
     ("base", ["platform.*", "target.*", "host_text.*", "elf_deps.*", "plugin_host.*", "registry.*", "user_regex.*",
               "device_tier.*", "device_memory.*", "environment.*", "journal.*", "run_plan.*", "input_spec.*",
-              "reference_cache.*", "case_variant*", "config.*", "cli.*", "workflow.*", "layer_repro.*",
+              "reference_cache.*", "case_variant*", "config.*", "cli.*", "workflow*", "layer_repro.*",
               "worker_protocol.*"]),
     # Cases from outside a plugin's catalog: TorchScript and .pt2 models, and the catalog that loads
     # plugins and models together.

@@ -57,17 +57,12 @@ class FaultInstance final : public Instance {
   Outputs run() override {
     at::Tensor out = compute();
     switch (fault_) {
-      case Fault::Segfault:
-        std::raise(SIGSEGV);
-        break;
-      case Fault::Abort:
-        std::abort();
-      case Fault::Terminate:
-        std::terminate();
+      case Fault::Segfault: std::raise(SIGSEGV); break;
+      case Fault::Abort: std::abort();
+      case Fault::Terminate: std::terminate();
       case Fault::Hang:
         for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
-      case Fault::Throw:
-        throw std::runtime_error("planted failure: the kernel raised an unexpected error");
+      case Fault::Throw: throw std::runtime_error("planted failure: the kernel raised an unexpected error");
       case Fault::Unsupported:
         throw std::runtime_error("planted: \"faulty_kernel\" not implemented for 'Float' on this device");
       case Fault::Nan:
@@ -78,8 +73,7 @@ class FaultInstance final : public Instance {
         out = out.clone();
         out[7] = out[7] + wrong_by();
         break;
-      default:
-        break;
+      default: break;
     }
     return {{"out", out}};
   }

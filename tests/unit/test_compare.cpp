@@ -383,42 +383,18 @@ std::pair<at::Tensor, at::Tensor> random_pair(std::int64_t n, c10::ScalarType rd
     double tv = rv + (unit(rng) - 0.5) * allowed;  // inside the tolerance
     if (unit(rng) < trouble) {
       switch (static_cast<int>(unit(rng) * 12)) {
-        case 0:
-          tv = nan;
-          break;
-        case 1:
-          rv = nan;
-          break;
-        case 2:
-          rv = tv = nan;
-          break;
-        case 3:
-          rv = tv = (unit(rng) < 0.5 ? inf : -inf);
-          break;
-        case 4:
-          tv = (unit(rng) < 0.5 ? inf : -inf);
-          break;
-        case 5:
-          rv = inf, tv = -inf;
-          break;
-        case 6:
-          rv = tiny * (1 + std::floor(unit(rng) * 4)), tv = (unit(rng) < 0.5 ? rv : -rv);
-          break;
-        case 7:
-          rv = 0.0, tv = -0.0;
-          break;
-        case 8:
-          rv = -0.0, tv = unit(rng) < 0.5 ? 0.0 : tiny;
-          break;
-        case 9:
-          tv = rv * 2 + 1;
-          break;  // grossly wrong
-        case 10:
-          tv = rv + allowed * (unit(rng) < 0.5 ? 1.0 : 1.0000001);
-          break;  // on the edge
-        default:
-          tv = rv;
-          break;
+        case 0: tv = nan; break;
+        case 1: rv = nan; break;
+        case 2: rv = tv = nan; break;
+        case 3: rv = tv = (unit(rng) < 0.5 ? inf : -inf); break;
+        case 4: tv = (unit(rng) < 0.5 ? inf : -inf); break;
+        case 5: rv = inf, tv = -inf; break;
+        case 6: rv = tiny * (1 + std::floor(unit(rng) * 4)), tv = (unit(rng) < 0.5 ? rv : -rv); break;
+        case 7: rv = 0.0, tv = -0.0; break;
+        case 8: rv = -0.0, tv = unit(rng) < 0.5 ? 0.0 : tiny; break;
+        case 9: tv = rv * 2 + 1; break;                                           // grossly wrong
+        case 10: tv = rv + allowed * (unit(rng) < 0.5 ? 1.0 : 1.0000001); break;  // on the edge
+        default: tv = rv; break;
       }
     }
     ra[i] = rv, ta[i] = tv;

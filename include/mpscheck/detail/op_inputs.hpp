@@ -13,70 +13,43 @@ namespace mpscheck::op {
 
 inline std::string dtype_short(c10::ScalarType t) {
   switch (t) {
-    case c10::kFloat:
-      return "f32";
-    case c10::kDouble:
-      return "f64";
-    case c10::kHalf:
-      return "f16";
-    case c10::kBFloat16:
-      return "bf16";
-    case c10::kLong:
-      return "i64";
-    case c10::kInt:
-      return "i32";
-    case c10::kShort:
-      return "i16";
-    case c10::kChar:
-      return "i8";
-    case c10::kByte:
-      return "u8";
-    case c10::kBool:
-      return "bool";
-    default:
-      return c10::toString(t);
+    case c10::kFloat: return "f32";
+    case c10::kDouble: return "f64";
+    case c10::kHalf: return "f16";
+    case c10::kBFloat16: return "bf16";
+    case c10::kLong: return "i64";
+    case c10::kInt: return "i32";
+    case c10::kShort: return "i16";
+    case c10::kChar: return "i8";
+    case c10::kByte: return "u8";
+    case c10::kBool: return "bool";
+    default: return c10::toString(t);
   }
 }
 
 inline std::string dtype_python(c10::ScalarType t) {
   switch (t) {
-    case c10::kFloat:
-      return "torch.float32";
-    case c10::kDouble:
-      return "torch.float64";
-    case c10::kHalf:
-      return "torch.float16";
-    case c10::kBFloat16:
-      return "torch.bfloat16";
-    case c10::kLong:
-      return "torch.int64";
-    case c10::kInt:
-      return "torch.int32";
-    case c10::kShort:
-      return "torch.int16";
-    case c10::kChar:
-      return "torch.int8";
-    case c10::kByte:
-      return "torch.uint8";
-    case c10::kBool:
-      return "torch.bool";
-    default:
-      return std::string("torch.") + c10::toString(t);
+    case c10::kFloat: return "torch.float32";
+    case c10::kDouble: return "torch.float64";
+    case c10::kHalf: return "torch.float16";
+    case c10::kBFloat16: return "torch.bfloat16";
+    case c10::kLong: return "torch.int64";
+    case c10::kInt: return "torch.int32";
+    case c10::kShort: return "torch.int16";
+    case c10::kChar: return "torch.int8";
+    case c10::kByte: return "torch.uint8";
+    case c10::kBool: return "torch.bool";
+    default: return std::string("torch.") + c10::toString(t);
   }
 }
 
 inline std::string layout_name(Layout l) {
   switch (l) {
-    case Layout::Contiguous:
-      return "contiguous";
-    case Layout::Transposed:
-      return "transposed";
-    case Layout::Sliced:
-      return "sliced";
-    case Layout::ChannelsLast:
-      return "channels_last";
-    case Layout::Expanded:
-      return "expanded";
+    case Layout::Contiguous: return "contiguous";
+    case Layout::Transposed: return "transposed";
+    case Layout::Sliced: return "sliced";
+    case Layout::ChannelsLast: return "channels_last";
+    case Layout::Expanded: return "expanded";
   }
   return "";
 }
@@ -84,8 +57,7 @@ inline std::string layout_name(Layout l) {
 inline std::vector<int64_t> storage_shape(const Arg& a) {
   std::vector<int64_t> s = a.shape;
   switch (a.layout) {
-    case Layout::Contiguous:
-      break;
+    case Layout::Contiguous: break;
     case Layout::Transposed:
       if (s.size() < 2) throw std::logic_error("transposed layout needs 2+ dims: " + a.name);
       std::swap(s[s.size() - 1], s[s.size() - 2]);
@@ -123,16 +95,11 @@ inline std::string python_storage_offset(const std::string& base, const Arg& a) 
 
 inline at::Tensor apply_layout(const at::Tensor& base, const Arg& a) {
   switch (a.layout) {
-    case Layout::Contiguous:
-      return base;
-    case Layout::Transposed:
-      return base.transpose(-1, -2);
-    case Layout::Sliced:
-      return base.slice(-1, 1, c10::nullopt, 2);
-    case Layout::ChannelsLast:
-      return base.permute({0, 3, 1, 2});
-    case Layout::Expanded:
-      return base.expand(a.shape);
+    case Layout::Contiguous: return base;
+    case Layout::Transposed: return base.transpose(-1, -2);
+    case Layout::Sliced: return base.slice(-1, 1, c10::nullopt, 2);
+    case Layout::ChannelsLast: return base.permute({0, 3, 1, 2});
+    case Layout::Expanded: return base.expand(a.shape);
   }
   return base;
 }
@@ -140,14 +107,10 @@ inline at::Tensor apply_layout(const at::Tensor& base, const Arg& a) {
 inline std::string python_layout(const std::string& base, const Arg& a) {
   std::ostringstream s;
   switch (a.layout) {
-    case Layout::Contiguous:
-      return base;
-    case Layout::Transposed:
-      return base + ".transpose(-1, -2)";
-    case Layout::Sliced:
-      return base + "[..., 1::2]";
-    case Layout::ChannelsLast:
-      return base + ".permute(0, 3, 1, 2)";
+    case Layout::Contiguous: return base;
+    case Layout::Transposed: return base + ".transpose(-1, -2)";
+    case Layout::Sliced: return base + "[..., 1::2]";
+    case Layout::ChannelsLast: return base + ".permute(0, 3, 1, 2)";
     case Layout::Expanded:
       s << base << ".expand([";
       for (size_t i = 0; i < a.shape.size(); ++i) s << (i ? ", " : "") << a.shape[i];
@@ -199,8 +162,7 @@ inline at::Tensor draw(const Arg& a, c10::ScalarType case_dtype, at::Generator& 
       return at::randint(static_cast<int64_t>(a.lo), static_cast<int64_t>(a.hi), shape, gen,
                          at::TensorOptions().dtype(c10::kLong))
           .to(t);
-    case Fill::Bool:
-      return at::randint(0, 2, shape, gen, at::TensorOptions().dtype(c10::kLong)).to(c10::kBool);
+    case Fill::Bool: return at::randint(0, 2, shape, gen, at::TensorOptions().dtype(c10::kLong)).to(c10::kBool);
   }
   return {};
 }
@@ -223,8 +185,7 @@ inline std::string python_draw(const Arg& a, c10::ScalarType case_dtype) {
     case Fill::Integers:
       return "torch.randint(" + std::to_string(static_cast<int64_t>(a.lo)) + ", " +
              std::to_string(static_cast<int64_t>(a.hi)) + ", " + shape + ", generator=gen).to(" + dtype_python(t) + ")";
-    case Fill::Bool:
-      return "torch.randint(0, 2, " + shape + ", generator=gen).bool()";
+    case Fill::Bool: return "torch.randint(0, 2, " + shape + ", generator=gen).bool()";
   }
   return {};
 }

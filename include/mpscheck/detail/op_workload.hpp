@@ -63,17 +63,10 @@ class OpWorkload final : public Workload {
       if (inputs[i].storage_offset < 0) return nullptr;
       a.storage_offset = inputs[i].storage_offset;
       switch (inputs[i].layout) {
-        case InputLayout::Declared:
-          break;
-        case InputLayout::Contiguous:
-          a.layout = Layout::Contiguous;
-          break;
-        case InputLayout::Transposed:
-          a.layout = Layout::Transposed;
-          break;
-        case InputLayout::ChannelsLast:
-          a.layout = Layout::ChannelsLast;
-          break;
+        case InputLayout::Declared: break;
+        case InputLayout::Contiguous: a.layout = Layout::Contiguous; break;
+        case InputLayout::Transposed: a.layout = Layout::Transposed; break;
+        case InputLayout::ChannelsLast: a.layout = Layout::ChannelsLast; break;
       }
       if ((a.layout == Layout::Transposed && a.shape.size() < 2) ||
           (a.layout == Layout::ChannelsLast && a.shape.size() != 4) ||

@@ -9,16 +9,11 @@ namespace mpscheck::attention {
 
 double lowest_finite(c10::ScalarType dtype) {
   switch (dtype) {
-    case c10::kHalf:
-      return static_cast<float>(std::numeric_limits<c10::Half>::lowest());
-    case c10::kBFloat16:
-      return static_cast<float>(std::numeric_limits<c10::BFloat16>::lowest());
-    case c10::kFloat:
-      return std::numeric_limits<float>::lowest();
-    case c10::kDouble:
-      return std::numeric_limits<double>::lowest();
-    default:
-      TORCH_CHECK(false, "attention masks need a floating compute dtype, got ", dtype);
+    case c10::kHalf: return static_cast<float>(std::numeric_limits<c10::Half>::lowest());
+    case c10::kBFloat16: return static_cast<float>(std::numeric_limits<c10::BFloat16>::lowest());
+    case c10::kFloat: return std::numeric_limits<float>::lowest();
+    case c10::kDouble: return std::numeric_limits<double>::lowest();
+    default: TORCH_CHECK(false, "attention masks need a floating compute dtype, got ", dtype);
   }
 }
 

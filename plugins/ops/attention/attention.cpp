@@ -26,14 +26,10 @@ const std::string kScale = python_number(std::sqrt(static_cast<double>(kD)));
 // Lowest finite value of the dtype the scores have on this placement (Python: torch.finfo(dtype).min).
 double lowest(c10::ScalarType t) {
   switch (t) {
-    case c10::kDouble:
-      return std::numeric_limits<double>::lowest();
-    case c10::kHalf:
-      return -65504.0;
-    case c10::kBFloat16:
-      return -3.3895313892515355e38;
-    default:
-      return static_cast<double>(std::numeric_limits<float>::lowest());
+    case c10::kDouble: return std::numeric_limits<double>::lowest();
+    case c10::kHalf: return -65504.0;
+    case c10::kBFloat16: return -3.3895313892515355e38;
+    default: return static_cast<double>(std::numeric_limits<float>::lowest());
   }
 }
 
