@@ -2,6 +2,8 @@
 // stated in compare.hpp beside Attribution.
 #include "checks/compare.hpp"
 
+#include <mpscheck/dtype_names.hpp>
+
 #include <ATen/core/grad_mode.h>
 
 #include <algorithm>
@@ -115,7 +117,7 @@ GoldJudge::GoldJudge(Attribution& a, const at::Tensor& gold, const at::Tensor& r
                      c10::ScalarType target_dtype, const Tolerance& tol, const at::Tensor& rounded,
                      const at::Tensor& witness)
     : a_(a), tol_(tol), target_dtype_(target_dtype), reduced_(is_reduced(target_dtype)), n_(gold.numel()) {
-  a_.dtype = target_dtype == c10::kHalf ? "float16" : target_dtype == c10::kBFloat16 ? "bfloat16" : "float32";
+  a_.dtype = dtype_name(target_dtype);
   g_ = gold.detach().to(at::kCPU).reshape({-1});
   r_ = reference.detach().to(at::kCPU).reshape({-1});
   t_ = target.detach().to(at::kCPU).reshape({-1});

@@ -1,5 +1,7 @@
 #include "checks/compare.hpp"
 
+#include <mpscheck/dtype_names.hpp>
+
 #include "checks/element_stats.hpp"
 
 #include <ATen/core/grad_mode.h>
@@ -51,8 +53,8 @@ bool prepare(OutputReport& o, const at::Tensor& reference, const at::Tensor& tar
     return false;
   }
   o.shape.assign(reference.sizes().begin(), reference.sizes().end());
-  o.reference_dtype = c10::toString(reference.scalar_type());
-  o.target_dtype = c10::toString(target.scalar_type());
+  o.reference_dtype = dtype_name(reference.scalar_type());
+  o.target_dtype = dtype_name(target.scalar_type());
   o.numel = reference.numel();
   if (reference.sizes() != target.sizes()) {
     o.ok = false;

@@ -2,6 +2,8 @@
 // of what fails, and the layer a failing model first diverges at.
 #include "checks/judge.hpp"
 
+#include <mpscheck/dtype_names.hpp>
+
 #include "checks/compare.hpp"
 #include "checks/errors.hpp"
 #include "checks/verdict.hpp"
@@ -111,7 +113,7 @@ void attribute(const Workload& w, CaseHost& host, const Outputs& ref_out,
     if (o.rule == Rule::Exact && rd != rounded.end() && t != target_by_name.end() &&
         compare_tensors(o.name, rd->second, t->second, Tolerance{0, 0}).ok) {
       f.attribution.target_ok = true;  // no figures: nothing to take an RMSE of
-      o.note = "equal to the float32 result from inputs rounded to " + std::string(c10::toString(dtype));
+      o.note = "equal to the float32 result from inputs rounded to " + dtype_name(dtype);
     } else if (by_value && g != gold.end() && t != target_by_name.end()) {
       auto wd = witness.find(o.name);
       f.attribution = attribute_with_gold(g->second, ref_by_name[o.name], t->second, dtype, tols.at(o.name),
@@ -279,8 +281,7 @@ void judge_case(const Workload& w, CaseHost& host, const Outputs& ref_out, const
           rep.note = fmt::format(
               "the target is {:.2g}% too {} on average against the float32 reference "
               "(standard error {:.2g}%), more than rounding in {} should give",
-              100 * std::abs(b.mean), b.mean > 0 ? "large" : "small", 100 * b.se,
-              dtype == c10::kHalf ? "float16" : "bfloat16");
+              100 * std::abs(b.mean), b.mean > 0 ? "large" : "small", 100 * b.se, dtype_name(dtype));
         }
       }
     }

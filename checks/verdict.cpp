@@ -1,5 +1,7 @@
 #include "checks/verdict.hpp"
 
+#include <mpscheck/dtype_names.hpp>
+
 #include "checks/errors.hpp"
 
 #include <fmt/format.h>
@@ -177,8 +179,7 @@ std::string judge_training_family(std::vector<OutputAttribution>& failing, const
       note = fmt::format(
           "; the target's {} are {:.3g}% {} (RMS over all of them) than the CPU's own {} run's: a "
           "systematic error in the target",
-          what, 100 * std::abs(scale - 1), scale > 1 ? "larger" : "smaller",
-          dtype == c10::kHalf ? "float16" : "bfloat16");
+          what, 100 * std::abs(scale - 1), scale > 1 ? "larger" : "smaller", dtype_name(dtype));
   };
   judge("grad0/", "first-step gradients", pooled_scale(grads));
   judge("update/", "parameter updates", pooled_scale(updates));

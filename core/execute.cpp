@@ -1,5 +1,7 @@
 #include "core/execute.hpp"
 
+#include <mpscheck/dtype_names.hpp>
+
 #include "core/case_steps.hpp"
 
 #include "checks/compare.hpp"
@@ -250,7 +252,7 @@ CaseResult execute_case_inner(const RegisteredWorkload& rw, const ExecuteOptions
   CaseResult r;
   identify(r, rw, options.target);
   const c10::ScalarType dtype = target_dtype_for(w, options.target);
-  r.dtype = c10::toString(dtype);
+  r.dtype = dtype_name(dtype);
   const Tolerance tol = tolerance_for(w.family(), dtype);
   r.rtol = tol.rtol;
   r.atol = tol.atol;

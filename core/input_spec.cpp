@@ -1,5 +1,7 @@
 #include "core/input_spec.hpp"
 
+#include <mpscheck/dtype_names.hpp>
+
 #include <fmt/format.h>
 
 #include <cctype>
@@ -9,18 +11,12 @@ namespace mpscheck {
 
 namespace {
 
+// Any spelling of a dtype in include/mpscheck/dtype_names.hpp; the error lists the names.
 c10::ScalarType dtype_named(const std::string& name, const std::string& spec) {
-  static const std::pair<const char*, c10::ScalarType> kNames[] = {
-      {"float32", c10::kFloat},     {"float", c10::kFloat},    {"float16", c10::kHalf}, {"half", c10::kHalf},
-      {"bfloat16", c10::kBFloat16}, {"float64", c10::kDouble}, {"int64", c10::kLong},   {"long", c10::kLong},
-      {"int32", c10::kInt},         {"int", c10::kInt},        {"int16", c10::kShort},  {"int8", c10::kChar},
-      {"uint8", c10::kByte},        {"bool", c10::kBool}};
-  for (const auto& [n, t] : kNames)
-    if (name == n) return t;
-  throw BadModelInput(
-      fmt::format("--input {}: unknown dtype '{}'; use float32, float16, bfloat16, float64, int64, "
-                  "int32, int16, int8, uint8 or bool",
-                  spec, name.substr(0, 40)));
+  if (const std::optional<c10::ScalarType> t = dtype_from_word(name)) return *t;
+  std::string names;
+  for (const DtypeSpelling& d : kDtypeSpellings) names += (names.empty() ? "" : ", ") + std::string(d.name);
+  throw BadModelInput(fmt::format("--input {}: unknown dtype '{}'; use one of {}", spec, name.substr(0, 40), names));
 }
 
 // A hand-written scanner rather than std::regex: libstdc++'s regex recurses per character, so a

@@ -1,5 +1,7 @@
 #include "core/layer_repro.hpp"
 
+#include <mpscheck/dtype_names.hpp>
+
 #include "checks/errors.hpp"
 #include "reports/writers.hpp"
 
@@ -140,7 +142,7 @@ std::string render_layer_script(const CaseResult& r, const LayerCall& call, cons
   std::string data;
   std::string params;
   for (const auto& t : call.tensors) {
-    data += fmt::format("{}{} {} {}", data.empty() ? "" : ", ", t.name, c10::toString(t.value.scalar_type()),
+    data += fmt::format("{}{} {} {}", data.empty() ? "" : ", ", t.name, dtype_name(t.value.scalar_type()),
                         shape_of(t.value));
     params += (params.empty() ? "" : ", ") + t.name;
   }

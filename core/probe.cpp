@@ -119,7 +119,7 @@ std::string probed_accelerator_status(const Config& cfg) {
     std::vector<std::string> plugin_dirs;
     for (const auto& d : cfg.plugin_dirs) plugin_dirs.push_back(std::filesystem::absolute(d).string());
     WorkerConfig worker_config;
-    worker_config.target = device;
+    worker_config.target.device = device;
     worker_config.seed = cfg.seed;
     worker_config.quick = true;
     worker_config.threads = cfg.threads;

@@ -3,6 +3,8 @@
 #include "checks/errors.hpp"
 #include "core/reference_cache.hpp"
 
+#include <mpscheck/dtype_names.hpp>
+
 #include <c10/core/InferenceMode.h>
 #include <caffe2/serialize/inline_container.h>
 #include <fmt/format.h>
@@ -28,16 +30,6 @@ namespace spec = torch::_export::archive_spec;
 // that compiled the model.
 constexpr const char* kInputsKey = "mpscheck.inputs";
 constexpr const char* kTorchKey = "mpscheck.torch_version";
-
-const char* dtype_name(c10::ScalarType t) {
-  switch (t) {
-    case c10::kFloat: return "float32";
-    case c10::kDouble: return "float64";
-    case c10::kBFloat16: return "bfloat16";
-    case c10::kHalf: return "float16";
-    default: return "?";
-  }
-}
 
 std::string device_name(const c10::Device& d) { return c10::DeviceTypeName(d.type(), /*lower_case=*/true); }
 

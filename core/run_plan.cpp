@@ -1,5 +1,7 @@
 #include "core/run_plan.hpp"
 
+#include <mpscheck/dtype_names.hpp>
+
 #include <map>
 #include <set>
 
@@ -23,7 +25,7 @@ bool parse_op_id(const std::string& id, OpIdParts* parts) {
 
 std::string reduced_twin_id(const std::string& id, const std::string& reduced_short) {
   OpIdParts p;
-  if (reduced_short.empty() || !parse_op_id(id, &p) || p.dtype != "f32") return {};
+  if (reduced_short.empty() || !parse_op_id(id, &p) || p.dtype != dtype_id(c10::kFloat)) return {};
   return "op/" + p.family + '/' + p.op + '/' + reduced_short + '/' + p.variant +
          (p.direction.empty() ? "" : '/' + p.direction);
 }

@@ -1,5 +1,7 @@
 #include "core/run_setup.hpp"
 
+#include <mpscheck/dtype_names.hpp>
+
 #include "core/pt2_workload.hpp"
 #include "core/run_plan.hpp"
 #include "core/torchscript_workload.hpp"
@@ -34,7 +36,7 @@ ReproTarget repro_target(const TargetSpec& spec, std::uint64_t seed, bool quick)
   const c10::ScalarType dtype = spec.float_dtype();
   ReproTarget rt;
   rt.device = spec.device;
-  rt.dtype = dtype == c10::kHalf ? "float16" : dtype == c10::kBFloat16 ? "bfloat16" : "float32";
+  rt.dtype = dtype_name(dtype);
   rt.seed = seed;
   rt.quick = quick;
   return rt;
@@ -161,8 +163,8 @@ OpenedJournal open_journal(const Config& cfg, const TargetSpec& target) {
 std::string dtype_policy_text(const TargetSpec& target, size_t twins) {
   const c10::ScalarType reduced = target.float_dtype();
   if (reduced != c10::kBFloat16 && reduced != c10::kHalf) return {};
-  const std::string name = reduced == c10::kBFloat16 ? "bfloat16" : "float16";
-  const std::string twin = reduced == c10::kBFloat16 ? "bf16" : "f16";
+  const std::string name = dtype_name(reduced);
+  const std::string twin = dtype_id(reduced);
   return fmt::format(
       "on {} every f32 case and model computes in {}; {} f32 op case{} the same computation as {} "
       "{} twin{} and run{} once, under the {} id; f16 and bf16 cases compute in their own dtype, "
@@ -174,7 +176,7 @@ std::string dtype_policy_text(const TargetSpec& target, size_t twins) {
 std::vector<PlannedCase> plan_cases(const Config& cfg, const std::vector<RegisteredWorkload>& all,
                                     const TargetSpec& target, size_t* twins) {
   const c10::ScalarType reduced = target.float_dtype();
-  const std::string reduced_short = reduced == c10::kBFloat16 ? "bf16" : reduced == c10::kHalf ? "f16" : "";
+  const std::string reduced_short = reduced == c10::kBFloat16 || reduced == c10::kHalf ? dtype_id(reduced) : "";
   std::vector<std::string> all_ids;
   std::map<std::string, const Workload*> by_id;
   for (const auto& w : all) {
@@ -208,7 +210,7 @@ std::vector<PlannedCase> plan_cases(const Config& cfg, const std::vector<Registe
 
 RunLoopOptions run_loop_options(const Config& cfg, const TargetSpec& target) {
   RunLoopOptions o;
-  o.worker.target = target.str();
+  o.worker.target = target;
   o.worker.seed = cfg.seed;
   o.worker.quick = cfg.quick;
   o.worker.min_time = cfg.min_time();

@@ -1,5 +1,7 @@
 #include "core/target.hpp"
 
+#include <mpscheck/dtype_names.hpp>
+
 #include <ATen/ATen.h>
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 #include <torch/cuda.h>
@@ -14,15 +16,6 @@
 namespace mpscheck {
 
 namespace {
-const char* dtype_name(c10::ScalarType t) {
-  switch (t) {
-    case c10::kHalf: return "float16";
-    case c10::kBFloat16: return "bfloat16";
-    case c10::kFloat: return "float32";
-    default: return c10::toString(t);
-  }
-}
-
 // The name a plugin gave the PrivateUse1 backend (e.g. the test-only "sim"), if one did.
 std::string plugin_backend() {
   return c10::is_privateuse1_backend_registered() ? c10::get_privateuse1_backend() : std::string();
@@ -67,14 +60,11 @@ TargetSpec parse_target(const std::string& text) {
                     "name of a device a plugin registers), optionally with :float16 or :bfloat16",
                     base, text));
   spec.device = device;
-  if (dtype.empty() || dtype == "float32" || dtype == "f32") {
-    if (!dtype.empty()) spec.dtype = c10::kFloat;
-  } else if (dtype == "float16" || dtype == "half" || dtype == "f16") {
-    spec.dtype = c10::kHalf;
-  } else if (dtype == "bfloat16" || dtype == "bf16") {
-    spec.dtype = c10::kBFloat16;
-  } else {
-    throw BadTarget(fmt::format("unknown dtype '{}' in --target {}: use float32, float16 or bfloat16", dtype, text));
+  if (!dtype.empty()) {
+    const std::optional<c10::ScalarType> t = dtype_from_word(dtype);
+    if (!t || (*t != c10::kFloat && *t != c10::kHalf && *t != c10::kBFloat16))
+      throw BadTarget(fmt::format("unknown dtype '{}' in --target {}: use float32, float16 or bfloat16", dtype, text));
+    spec.dtype = *t;
   }
   if (spec.dtype == c10::kFloat) spec.dtype.reset();
   return spec;

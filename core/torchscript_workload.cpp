@@ -4,6 +4,8 @@
 #include "checks/errors.hpp"
 #include "core/reference_cache.hpp"
 
+#include <mpscheck/dtype_names.hpp>
+
 #include <ATen/CPUGeneratorImpl.h>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -216,7 +218,7 @@ class TorchScriptInstance final : public Instance {
     if (own == o.traced_in.end() && (where.dtype == c10::kHalf || where.dtype == c10::kBFloat16)) {
       // Kept in the case's warnings: a pass then says what it did not judge in the reduced dtype.
       if (const std::string ops = float32_dtypes_in(module_); !ops.empty()) {
-        const char* name = where.dtype == c10::kHalf ? "float16" : "bfloat16";
+        const std::string name = dtype_name(where.dtype);
         TORCH_WARN("the graph fixes dtype float32 in ", ops, ": that part computed in float32, not in ", name,
                    "; trace the model in ", name, " and pass it as --model-for ", name,
                    "=FILE to judge it as it runs in ", name);
@@ -295,7 +297,7 @@ class TorchScriptWorkload final : public UserModelWorkload {
     for (const auto& i : o_.inputs) specs += (specs.empty() ? "" : " ") + i.text;
     std::string traced_in;
     for (const auto& [dtype, path] : o_.traced_in)
-      traced_in += fmt::format(" {} {}", c10::toString(dtype), file_digest(path));
+      traced_in += fmt::format(" {} {}", dtype_name(dtype), file_digest(path));
     return fmt::format("torchscript {} inputs {} train {}{}", file_digest(o_.path), specs, train_ ? 1 : 0, traced_in);
   }
 
@@ -313,17 +315,15 @@ TorchScriptOptions torchscript_options(const std::string& path, const std::vecto
   for (const auto& m : model_for) {
     const auto eq = m.find('=');
     const std::string name = m.substr(0, eq);
-    c10::ScalarType dtype = c10::ScalarType::Undefined;
-    if (name == "float64") dtype = c10::kDouble;
-    if (name == "bfloat16") dtype = c10::kBFloat16;
-    if (name == "float16") dtype = c10::kHalf;
-    if (eq == std::string::npos || dtype == c10::ScalarType::Undefined)
+    const std::optional<c10::ScalarType> word = dtype_from_word(name);
+    const c10::ScalarType dtype = word.value_or(c10::ScalarType::Undefined);
+    if (eq == std::string::npos || (dtype != c10::kDouble && dtype != c10::kBFloat16 && dtype != c10::kHalf))
       throw BadModelInput(
           fmt::format("--model-for {}: give DTYPE=FILE with DTYPE float64, bfloat16 or float16 "
                       "(--model is the float32 file)",
                       m.substr(0, 200)));
     if (!o.traced_in.emplace(dtype, m.substr(eq + 1)).second)
-      throw BadModelInput(fmt::format("--model-for names two files for {}; give one", name));
+      throw BadModelInput(fmt::format("--model-for names two files for {}; give one", dtype_name(dtype)));
   }
   return o;
 }
@@ -410,8 +410,7 @@ void check_inputs(const torch::jit::Module& module, const TorchScriptOptions& o,
     const InputSpec& b = traced[i];
     if (a.dtype != b.dtype || a.shape.size() != b.shape.size())
       throw mismatch(fmt::format("--input {} ({}) does not match its argument {} ({}, rank {})", a.text,
-                                 a.dtype != b.dtype ? "dtype" : "rank", names[i], c10::toString(b.dtype),
-                                 b.shape.size()));
+                                 a.dtype != b.dtype ? "dtype" : "rank", names[i], dtype_name(b.dtype), b.shape.size()));
   }
 }
 
@@ -474,7 +473,7 @@ void check_torchscript_computes_in(const TorchScriptOptions& options, c10::Scala
   } catch (const std::exception& e) {
     const std::string why = what_of(e);
     if (!is_dtype_disagreement(why)) return;
-    const std::string name = dtype == c10::kHalf ? "float16" : "bfloat16";
+    const std::string name = dtype_name(dtype);
     throw GraphTracedInFloat32(fmt::format(
         "--model {} cannot compute in {}: its graph keeps the float32 it was traced in ({}); trace the model again "
         "after model.to(torch.{}) and pass that file as --model-for {}=FILE (scripts/export-hf.py writes both)",

@@ -98,7 +98,7 @@ struct WorkerSetup {
 
 void set_up_worker(const std::string& config_line, WorkerSetup& w) {
   w.config = nlohmann::json::parse(config_line).get<WorkerConfig>();
-  w.options.target = parse_target(w.config.target);
+  w.options.target = w.config.target;
   w.options.setup.seed = w.config.seed;
   w.options.setup.quick = w.config.quick;
   if (w.config.threads > 0) at::set_num_threads(w.config.threads);

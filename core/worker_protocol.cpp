@@ -1,5 +1,7 @@
 #include "core/worker_protocol.hpp"
 
+#include <mpscheck/dtype_names.hpp>
+
 #include "checks/result_json.hpp"
 
 #include <fmt/format.h>
@@ -23,8 +25,31 @@ nlohmann::json parse_object(const std::string& line) {
 }
 }  // namespace
 
+namespace {
+// The target as the worker needs it: a device name and a dtype from the one dtype table, never
+// "auto" (the host resolves it) and never a text to parse again.
+void target_to_json(nlohmann::json& j, const TargetSpec& t) {
+  j = {{"device", t.device}, {"dtype", dtype_name(t.float_dtype())}};
+}
+TargetSpec target_from_json(const nlohmann::json& j) {
+  TargetSpec t;
+  t.device = j.at("device").get<std::string>();
+  if (t.device.empty() || t.device == "auto")
+    throw ProtocolError(fmt::format("the host sent an unresolved target device '{}'", excerpt(t.device)));
+  const std::string word = j.at("dtype").get<std::string>();
+  const std::optional<c10::ScalarType> dtype = dtype_from_word(word);
+  if (!dtype || (*dtype != c10::kFloat && *dtype != c10::kHalf && *dtype != c10::kBFloat16))
+    throw ProtocolError(
+        fmt::format("the host sent a target dtype '{}' that is not float32, float16 or bfloat16", excerpt(word)));
+  if (*dtype != c10::kFloat) t.dtype = *dtype;
+  return t;
+}
+}  // namespace
+
 void to_json(nlohmann::json& j, const WorkerConfig& c) {
-  j = {{"target", c.target},
+  nlohmann::json target;
+  target_to_json(target, c.target);
+  j = {{"target", target},
        {"seed", c.seed},
        {"quick", c.quick},
        {"min_time", c.min_time},
@@ -41,7 +66,7 @@ void to_json(nlohmann::json& j, const WorkerConfig& c) {
 }
 
 void from_json(const nlohmann::json& j, WorkerConfig& c) {
-  c.target = j.at("target").get<std::string>();
+  c.target = target_from_json(j.at("target"));
   c.seed = j.at("seed").get<std::uint64_t>();
   c.quick = j.at("quick").get<bool>();
   c.min_time = j.at("min_time").get<double>();

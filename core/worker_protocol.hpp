@@ -4,6 +4,7 @@
 #pragma once
 
 #include "checks/result.hpp"
+#include "core/target.hpp"
 
 #include <cstddef>
 #include <cstdint>
@@ -19,7 +20,7 @@ struct ProtocolError : std::runtime_error {
 
 // The first line the host sends: everything a worker needs before its first case.
 struct WorkerConfig {
-  std::string target;  // resolved: no "auto"
+  TargetSpec target;  // resolved: never "auto"; sent as {"device":"sim","dtype":"bfloat16"}
   std::uint64_t seed = 0;
   bool quick = false;
   double min_time = 0;  // timing budget per side for the cases the host asks to time

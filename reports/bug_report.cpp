@@ -1,5 +1,7 @@
 #include "reports/bug_report.hpp"
 
+#include <mpscheck/dtype_names.hpp>
+
 #include "reports/reporter.hpp"
 #include "reports/writers.hpp"
 
@@ -31,7 +33,7 @@ std::string case_file_name(const std::string& case_id) {
 std::string render_bug_report(const std::string& case_id, const CaseResult* r, const Workload* w,
                               const nlohmann::json& env, const ReproTarget& target, const LayerScript* layer) {
   std::string md;
-  const std::string device = target.device + (target.dtype == "float32" ? "" : " (" + target.dtype + ")");
+  const std::string device = target.device + (target.dtype == dtype_name(c10::kFloat) ? "" : " (" + target.dtype + ")");
   if (r) {
     md += fmt::format("### 🐛 Describe the bug\n\n`{}` gives **{}** on {} compared with the CPU float32 reference.\n\n",
                       case_id, to_string(r->status), r->target.empty() ? device : r->target);

@@ -1,4 +1,6 @@
 #include "reports/version.hpp"
+
+#include <mpscheck/dtype_names.hpp>
 #include "reports/reporter.hpp"
 #include "checks/memory.hpp"
 #include "reports/escape.hpp"
@@ -224,11 +226,14 @@ std::string error_chart(const std::vector<const CaseResult*>& cases) {
   return s;
 }
 
-// Column order of the coverage matrix: the dtypes users migrate first, then the rest by name.
+// Column order of the coverage matrix: the dtype table's order (the dtypes users migrate to first),
+// then the rest by name.
 int dtype_rank(const std::string& d) {
-  static const char* const kOrder[] = {"f32", "f16", "bf16", "f64", "i64", "i32", "i16", "i8", "u8", "bool"};
-  for (int i = 0; i < 10; ++i)
-    if (d == kOrder[i]) return i;
+  int rank = 0;
+  for (const DtypeSpelling& s : kDtypeSpellings) {
+    if (d == s.id) return rank;
+    ++rank;
+  }
   return d == "-" ? 1000 : 100;
 }
 

@@ -159,7 +159,7 @@ TEST_F(FaultRun, OutputDtypeIsPartOfTheResult) {
   const auto& c = at("op/faults/int32_for_int64");
   EXPECT_EQ(c["status"], "mismatch") << c["message"];
   EXPECT_EQ(c.at("outputs").at(0).at("mismatches"), 0);  // equal values: only the dtype is wrong
-  EXPECT_NE(c["message"].get<std::string>().find("dtype differs: reference Long vs target Int"), std::string::npos)
+  EXPECT_NE(c["message"].get<std::string>().find("dtype differs: reference int64 vs target int32"), std::string::npos)
       << c["message"];
 }
 

@@ -103,11 +103,11 @@ TEST_P(HuggingFace, ReachesARealVerdictOnEveryTarget) {
       EXPECT_EQ(status, "pass") << c.dump();
       continue;
     }
-    EXPECT_EQ(c["dtype"], "BFloat16");
+    EXPECT_EQ(c["dtype"], "bfloat16");
     EXPECT_TRUE(status == "pass" || status == "mismatch" || status == "nan") << c.dump();
     // A finding stands only where float64 put the error on the target.
     if (status != "pass") EXPECT_EQ(c["attribution"], "target") << c.dump();
-    for (const auto& o : c["outputs"]) EXPECT_EQ(o["target_dtype"], "BFloat16") << o.dump();
+    for (const auto& o : c["outputs"]) EXPECT_EQ(o["target_dtype"], "bfloat16") << o.dump();
   }
 }
 

@@ -68,8 +68,8 @@ TEST_F(TracedInOneDtype, ABfloat16TraceRunsOnTheTargetAndIsJudgedAgainstFloat32)
     ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
     const auto c = cases_by_id(read_json_file(dir + "/r.json")).at("model/torchscript/masked/infer");
     EXPECT_EQ(c["status"], "pass") << c.dump();
-    EXPECT_EQ(c["dtype"], "BFloat16");
-    EXPECT_EQ(c["outputs"][0]["target_dtype"], "BFloat16");
+    EXPECT_EQ(c["dtype"], "bfloat16");
+    EXPECT_EQ(c["outputs"][0]["target_dtype"], "bfloat16");
     EXPECT_GT(c["outputs"][0]["max_abs"].get<double>(), 0.0) << "computed in bfloat16, so not bit-equal to float32";
   }
 }

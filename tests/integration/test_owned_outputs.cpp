@@ -97,7 +97,7 @@ TEST_F(OwnedModels, AnIntOutputIsComparedExactly) {
     const auto* n = output_named(c, "out.1");
     ASSERT_NE(n, nullptr) << c.dump();
     EXPECT_EQ((*n)["rule"], "exact");
-    EXPECT_EQ((*n)["reference_dtype"], "Long");  // int64
+    EXPECT_EQ((*n)["reference_dtype"], "int64");
     EXPECT_FALSE((*n)["ok"].get<bool>());
     EXPECT_EQ((*n)["target_value"].get<double>() - (*n)["reference_value"].get<double>(), 1.0);
     ASSERT_NE(output_named(c, "out.0"), nullptr);

@@ -139,7 +139,7 @@ TEST_F(Pt2, RealNetworksPassOnCpuAndBfloat16) {
       ASSERT_FALSE(c.is_null()) << out;
       RecordProperty(name + "_" + target, c["status"].get<std::string>());
       EXPECT_EQ(c["status"], "pass") << c.dump();
-      EXPECT_EQ(c["dtype"], target == "cpu" ? "Float" : "BFloat16");
+      EXPECT_EQ(c["dtype"], target == "cpu" ? "float32" : "bfloat16");
       for (const auto& o : c["outputs"]) EXPECT_EQ(o["target_dtype"], c["dtype"]) << o.dump();
     }
   }

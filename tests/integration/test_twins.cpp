@@ -20,8 +20,8 @@ TEST(SameComputationRun, AReducedTargetRunsEachComputationOnce) {
   ASSERT_TRUE(cases.count("op/activation/sigmoid/bf16/contiguous/forward"));
   // An f32 case with no bf16 twin still runs, and says it computed in bfloat16.
   ASSERT_TRUE(cases.count("op/activation/sigmoid/f32/transposed/forward"));
-  EXPECT_EQ(cases.at("op/activation/sigmoid/f32/transposed/forward").at("dtype"), "BFloat16");
-  EXPECT_EQ(cases.at("op/activation/sigmoid/f16/contiguous/forward").at("dtype"), "Half");
+  EXPECT_EQ(cases.at("op/activation/sigmoid/f32/transposed/forward").at("dtype"), "bfloat16");
+  EXPECT_EQ(cases.at("op/activation/sigmoid/f16/contiguous/forward").at("dtype"), "float16");
   // No two reported cases are one computation: every f32 id left has no bf16 twin in the report.
   for (const auto& [id, c] : cases) {
     const auto at = id.find("/f32/");

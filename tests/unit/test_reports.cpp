@@ -43,7 +43,7 @@ CaseResult make_case(const std::string& id, Status status, const std::string& me
     o.name = "out";
     o.shape = {4, 8};
     o.numel = 32;
-    o.reference_dtype = o.target_dtype = "Float";
+    o.reference_dtype = o.target_dtype = "float32";
     o.max_abs = status == Status::Mismatch ? 0.5 : 1e-7;
     o.max_rel = status == Status::Mismatch ? 0.1 : 1e-6;
     o.ok = status == Status::Pass;

@@ -70,9 +70,34 @@ TEST(RunPlan, JobsDefaultToTheCoresOnCpuAndOneOnAnAccelerator) {
   EXPECT_EQ(verdict_threads_for(cores, 0), cores > 1 ? 1 : 0);
 }
 
+// A config whose target the host did not resolve, or whose dtype no target computes in, is the
+// host's bug: the worker refuses it by name rather than run on a guess.
+TEST(WorkerConfig, RefusesATargetThatIsNotResolvedOrHasNoTargetDtype) {
+  WorkerConfig c;
+  c.target.device = "cpu";
+  nlohmann::json j = c;
+  EXPECT_EQ(j["target"]["dtype"], "float32");
+  EXPECT_FALSE(j.get<WorkerConfig>().target.dtype.has_value());  // float32 is no reduced dtype
+  j["target"]["dtype"] = "f16";                                  // any spelling in the dtype table
+  EXPECT_EQ(j.get<WorkerConfig>().target.dtype, c10::kHalf);
+  for (const char* bad : {"int8", "complex7", ""}) {
+    j["target"]["dtype"] = bad;
+    try {
+      (void)j.get<WorkerConfig>();
+      ADD_FAILURE() << "dtype " << bad << " accepted";
+    } catch (const ProtocolError& e) {
+      EXPECT_NE(std::string(e.what()).find("not float32, float16 or bfloat16"), std::string::npos) << e.what();
+    }
+  }
+  j["target"] = {{"device", "auto"}, {"dtype", "float32"}};
+  EXPECT_THROW((void)j.get<WorkerConfig>(), ProtocolError);
+  j["target"] = "cpu:bfloat16";  // the old text form
+  EXPECT_ANY_THROW((void)j.get<WorkerConfig>());
+}
+
 TEST(WorkerConfig, RoundTripsThroughItsOneSerialiser) {
   WorkerConfig c;
-  c.target = "sim:bfloat16";
+  c.target = parse_target("sim:bfloat16");
   c.seed = 18446744073709551615ull;
   c.quick = true;
   c.min_time = 0.05;
@@ -86,6 +111,10 @@ TEST(WorkerConfig, RoundTripsThroughItsOneSerialiser) {
   EXPECT_EQ(nlohmann::json(back), nlohmann::json(c));
   EXPECT_EQ(back.seed, c.seed);
   EXPECT_EQ(back.plugin_dirs, c.plugin_dirs);
+  EXPECT_EQ(back.target.device, "sim");
+  EXPECT_EQ(back.target.dtype, c10::kBFloat16);
+  // The target travels typed: a device and a dtype name, nothing for the worker to parse.
+  EXPECT_EQ(nlohmann::json(c)["target"], nlohmann::json({{"device", "sim"}, {"dtype", "bfloat16"}}));
   const CaseRequest r = nlohmann::json::parse(R"({"id":"op/x"})").get<CaseRequest>();
   EXPECT_TRUE(r.time);  // a request without the field is timed, as every case was before the plan
   EXPECT_FALSE(nlohmann::json(CaseRequest{"op/x", false}).get<CaseRequest>().time);

@@ -2,7 +2,10 @@
 // no table holds is refused rather than read as some default.
 #include "checks/result.hpp"
 
+#include "core/target.hpp"
 #include "reports/report.hpp"
+
+#include <mpscheck/dtype_names.hpp>
 
 #include <gtest/gtest.h>
 
@@ -10,6 +13,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -136,4 +140,39 @@ TEST(Vocabulary, AReportWithAnUnknownWordIsRefusedNamingTheFile) {
   write_json_report(path.string(), report);
   EXPECT_EQ(read_json_report(path.string()).cases.at(0).speed_class, SpeedClass::Faster);
   fs::remove(path);
+}
+
+// One dtype table: every spelling a user types reads back as its dtype, every form is derived from
+// the one name, and no word names two dtypes (a second table drifting from it would show here).
+TEST(DtypeNames, EverySpellingReadsBackAndNoWordNamesTwoDtypes) {
+  std::map<std::string, c10::ScalarType> seen;
+  for (const DtypeSpelling& d : kDtypeSpellings) {
+    EXPECT_EQ(dtype_name(d.type), d.name);
+    EXPECT_EQ(dtype_id(d.type), d.id);
+    EXPECT_EQ(dtype_python(d.type), std::string("torch.") + d.name);
+    for (const char* word : {d.name, d.id, d.alias}) {
+      if (!word) continue;
+      EXPECT_EQ(dtype_from_word(word), d.type) << word;
+      const auto [it, fresh] = seen.emplace(word, d.type);
+      EXPECT_TRUE(fresh || it->second == d.type) << word << " names two dtypes";
+    }
+  }
+  EXPECT_FALSE(dtype_from_word("BFloat16").has_value());  // c10's spelling is no word a user types
+  EXPECT_FALSE(dtype_from_word("").has_value());
+  EXPECT_EQ(dtype_name(c10::kComplexFloat), "ComplexFloat");  // outside the table: c10's name, nothing invented
+}
+
+// --target reads the same table: each spelling of the three compute dtypes, the same text back.
+TEST(DtypeNames, TargetsParseEverySpellingAndPrintTheName) {
+  for (const char* word : {"bfloat16", "bf16"})
+    EXPECT_EQ(parse_target(std::string("sim:") + word).str(), "sim:bfloat16");
+  for (const char* word : {"float16", "f16", "half"})
+    EXPECT_EQ(parse_target(std::string("cpu:") + word).str(), "cpu:float16");
+  for (const char* word : {"float32", "f32", "float"}) EXPECT_EQ(parse_target(std::string("cpu:") + word).str(), "cpu");
+  try {
+    (void)parse_target("cpu:int8");
+    ADD_FAILURE() << "cpu:int8 accepted";
+  } catch (const BadTarget& e) {
+    EXPECT_NE(std::string(e.what()).find("unknown dtype 'int8' in --target cpu:int8"), std::string::npos) << e.what();
+  }
 }

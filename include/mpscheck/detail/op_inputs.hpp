@@ -3,6 +3,8 @@
 // Part of <mpscheck/op.hpp>, which includes it after declaring Arg; include that instead.
 #pragma once
 
+#include <mpscheck/dtype_names.hpp>
+
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -10,38 +12,6 @@
 #include <vector>
 
 namespace mpscheck::op {
-
-inline std::string dtype_short(c10::ScalarType t) {
-  switch (t) {
-    case c10::kFloat: return "f32";
-    case c10::kDouble: return "f64";
-    case c10::kHalf: return "f16";
-    case c10::kBFloat16: return "bf16";
-    case c10::kLong: return "i64";
-    case c10::kInt: return "i32";
-    case c10::kShort: return "i16";
-    case c10::kChar: return "i8";
-    case c10::kByte: return "u8";
-    case c10::kBool: return "bool";
-    default: return c10::toString(t);
-  }
-}
-
-inline std::string dtype_python(c10::ScalarType t) {
-  switch (t) {
-    case c10::kFloat: return "torch.float32";
-    case c10::kDouble: return "torch.float64";
-    case c10::kHalf: return "torch.float16";
-    case c10::kBFloat16: return "torch.bfloat16";
-    case c10::kLong: return "torch.int64";
-    case c10::kInt: return "torch.int32";
-    case c10::kShort: return "torch.int16";
-    case c10::kChar: return "torch.int8";
-    case c10::kByte: return "torch.uint8";
-    case c10::kBool: return "torch.bool";
-    default: return std::string("torch.") + c10::toString(t);
-  }
-}
 
 inline std::string layout_name(Layout l) {
   switch (l) {

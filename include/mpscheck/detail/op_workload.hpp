@@ -19,7 +19,7 @@ class OpWorkload final : public Workload {
       : def_(std::move(def)), variant_(std::move(variant)), dtype_(dtype), backward_(backward) {}
 
   std::string id() const override {
-    return "op/" + def_.family + "/" + def_.op + "/" + dtype_short(dtype_) + "/" + variant_ +
+    return "op/" + def_.family + "/" + def_.op + "/" + dtype_id(dtype_) + "/" + variant_ +
            (backward_ ? "/backward" : "/forward");
   }
   Kind kind() const override { return Kind::Op; }
