@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <set>
 #include <stdexcept>
@@ -220,6 +221,51 @@ void localise(const Workload& w, CaseHost& host, c10::Device device, c10::Scalar
       "training): the divergence builds up over training steps (the optimizer, or error that compounds)";
 }
 
+// The spread of every output that differs between the reference and a second, fresh reference
+// instance built from the same seed (empty for random workloads, which are compared by
+// statistics). A fresh instance, not a second run() of the first: a model that normalises its
+// input in place would otherwise differ from itself by construction. A re-run that throws
+// measures nothing.
+std::map<std::string, double> reference_spreads(const Workload& w, CaseHost& host, const Outputs& ref_out) {
+  std::map<std::string, double> spreads;
+  if (w.is_random()) return spreads;
+  try {
+    const auto again = by_name(host.run(Placement{c10::Device(c10::kCPU), c10::kFloat, Side::Reference}, "reference"));
+    for (const auto& o : ref_out) {
+      auto it = again.find(o.name);
+      if (it == again.end() || !o.value.defined() || !it->second.defined()) continue;
+      const OutputReport d = compare_tensors(o.name, o.value, it->second, Tolerance{0, 0});
+      if (!d.ok) spreads[o.name] = std::isfinite(d.max_abs) ? d.max_abs : std::numeric_limits<double>::infinity();
+    }
+  } catch (...) {
+  }
+  return spreads;
+}
+
+// A reference that differs from itself by orders of magnitude more than the case's tolerance is
+// not "slightly nondeterministic" (reduction order, atomics): it is not a reference at all, and a
+// tolerance widened to its spread would let any target pass. Empty when every spread is small.
+std::string nondeterminism_error(const Outputs& ref_out, const std::map<std::string, double>& spreads,
+                                 const Tolerance& tol) {
+  constexpr double kBeyond = 100;
+  for (const auto& o : ref_out) {
+    auto it = spreads.find(o.name);
+    if (it == spreads.end() || !o.value.defined()) continue;
+    double largest = 0;
+    if (o.value.numel() > 0 && (o.value.is_floating_point() || o.value.is_complex()))
+      largest = o.value.detach().abs().to(at::kDouble).nan_to_num(0, 0, 0).max().item<double>();
+    const double allowance = tol.atol + tol.rtol * largest;
+    if (!(it->second <= kBeyond * allowance))
+      return fmt::format(
+          "the CPU reference is not deterministic: output {} differs by up to {:.3g} between two "
+          "fresh reference instances from the same seed, {:.0f}x the tolerance ({:.3g}); a tolerance "
+          "widened that far would pass any target (does the case read global random state or "
+          "uninitialised memory?)",
+          o.name, it->second, allowance > 0 ? it->second / allowance : INFINITY, allowance);
+  }
+  return {};
+}
+
 }  // namespace
 
 void judge_case(const Workload& w, CaseHost& host, const Outputs& ref_out, const Outputs& tgt_out, c10::Device device,
@@ -309,6 +355,35 @@ void judge_case(const Workload& w, CaseHost& host, const Outputs& ref_out, const
         "the CPU reference differs from itself between runs: that output's tolerance widened to twice its spread";
   if (w.kind() == Kind::Model && (r.status == Status::Mismatch || r.status == Status::Nan)) {
     localise(w, host, device, dtype, tol, r);
+  }
+}
+
+void judge_sides(const Workload& w, CaseHost& host, const Outputs& ref_out, const Outputs& tgt_out, c10::Device device,
+                 c10::ScalarType dtype, const Tolerance& tol, CaseResult& r) {
+  std::map<std::string, double> spreads;
+  if (const std::map<std::string, double>* kept = host.kept_spreads()) {
+    spreads = *kept;
+  } else {
+    host.enter_phase("reference");
+    spreads = reference_spreads(w, host, ref_out);
+    host.keep_spreads(spreads);
+  }
+  host.enter_phase("comparison");
+  if (ref_out.empty()) {
+    // Nothing compared is nothing checked: never a pass.
+    r.status = Status::Error;
+    r.phase = "comparison";
+    r.message = fmt::format(
+        "the case has no output to compare (the target gave {}); a case that compares "
+        "nothing cannot pass",
+        tgt_out.empty() ? "none either" : fmt::format("{} named {}", tgt_out.size(), tgt_out.front().name));
+  } else if (std::string why = nondeterminism_error(ref_out, spreads, tol); !why.empty()) {
+    r.status = Status::Error;
+    r.phase = "reference";
+    r.nondeterministic = true;
+    r.message = why;
+  } else {
+    judge_case(w, host, ref_out, tgt_out, device, dtype, tol, spreads, r);
   }
 }
 

@@ -34,7 +34,18 @@ class CaseHost {
   virtual std::map<std::string, at::Tensor> gold() = 0;
   // The warnings the target raised while it ran (a CPU fallback shows there).
   virtual std::vector<std::string> target_warnings() = 0;
+  // The reference's spreads (see judge_sides), measured once per reference and kept with it:
+  // what the host kept, or nullptr when they were never measured.
+  virtual const std::map<std::string, double>* kept_spreads() = 0;
+  virtual void keep_spreads(const std::map<std::string, double>& spreads) = 0;
 };
+
+// Both sides have run: the reference's own determinism (once per reference: a second fresh
+// reference instance, and each output it gives differently is widened to that spread), then
+// judge_case. A case with no output to compare, or a reference that differs from itself far beyond
+// its tolerance, is an `error`, never a pass. May throw, as judge_case.
+void judge_sides(const Workload& w, CaseHost& host, const Outputs& ref_out, const Outputs& tgt_out, c10::Device device,
+                 c10::ScalarType dtype, const Tolerance& tol, CaseResult& r);
 
 // Fills r.outputs, r.status, r.message, r.attribution and the layer fields from the reference's
 // and the target's outputs. `spreads`: outputs the reference gave differently in two fresh runs,

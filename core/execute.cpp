@@ -56,16 +56,18 @@ void identify(CaseResult& r, const RegisteredWorkload& rw, const TargetSpec& tar
 }
 
 namespace {
-CaseResult execute_case_inner(const RegisteredWorkload& rw, const ExecuteOptions& options, WarningRecorder& warnings);
+CaseResult execute_case_inner(const RegisteredWorkload& rw, const ExecuteOptions& options, WarningRecorder& warnings,
+                              const CaseResult& identified);
 }
 
 CaseResult execute_case(const RegisteredWorkload& rw, const ExecuteOptions& options) {
   const auto start = Clock::now();
   CaseResult r;
+  identify(r, rw, options.target);  // what the case is, known before anything runs
   WarningRecorder warnings;
   begin_phases(&options);
   try {
-    r = execute_case_inner(rw, options, warnings);
+    r = execute_case_inner(rw, options, warnings, r);
   } catch (...) {
     // Nothing a case does may take the worker down: whatever escaped is this case's error.
     r.status = Status::Error;
@@ -73,61 +75,12 @@ CaseResult execute_case(const RegisteredWorkload& rw, const ExecuteOptions& opti
     r.phase = current_phase();
   }
   begin_phases(nullptr);
-  identify(r, rw, options.target);
   r.warnings = warnings.all();
   r.worker_s = seconds_since(start);
   return r;
 }
 
 namespace {
-
-// The spread of every output that differs between the reference and a second, fresh reference
-// instance built from the same seed (empty for random workloads, which are compared by
-// statistics). A fresh instance, not a second run() of the first: a model that normalises its
-// input in place would otherwise differ from itself by construction. A re-run that throws
-// measures nothing.
-std::map<std::string, double> reference_spreads(const Workload& w,
-                                                const std::function<std::unique_ptr<Instance>()>& make,
-                                                const Outputs& ref_out, WarningRecorder& warnings) {
-  std::map<std::string, double> spreads;
-  if (w.is_random()) return spreads;
-  warnings.set_side(Side::Reference);
-  try {
-    const auto again = by_name(owned(make()->run(), "reference"));
-    for (const auto& o : ref_out) {
-      auto it = again.find(o.name);
-      if (it == again.end() || !o.value.defined() || !it->second.defined()) continue;
-      const OutputReport d = compare_tensors(o.name, o.value, it->second, Tolerance{0, 0});
-      if (!d.ok) spreads[o.name] = std::isfinite(d.max_abs) ? d.max_abs : std::numeric_limits<double>::infinity();
-    }
-  } catch (...) {
-  }
-  return spreads;
-}
-
-// A reference that differs from itself by orders of magnitude more than the case's tolerance is
-// not "slightly nondeterministic" (reduction order, atomics): it is not a reference at all, and a
-// tolerance widened to its spread would let any target pass. Empty when every spread is small.
-std::string nondeterminism_error(const Outputs& ref_out, const std::map<std::string, double>& spreads,
-                                 const Tolerance& tol) {
-  constexpr double kBeyond = 100;
-  for (const auto& o : ref_out) {
-    auto it = spreads.find(o.name);
-    if (it == spreads.end() || !o.value.defined()) continue;
-    double largest = 0;
-    if (o.value.numel() > 0 && (o.value.is_floating_point() || o.value.is_complex()))
-      largest = o.value.detach().abs().to(at::kDouble).nan_to_num(0, 0, 0).max().item<double>();
-    const double allowance = tol.atol + tol.rtol * largest;
-    if (!(it->second <= kBeyond * allowance))
-      return fmt::format(
-          "the CPU reference is not deterministic: output {} differs by up to {:.3g} between two "
-          "fresh reference instances from the same seed, {:.0f}x the tolerance ({:.3g}); a tolerance "
-          "widened that far would pass any target (does the case read global random state or "
-          "uninitialised memory?)",
-          o.name, it->second, allowance > 0 ? it->second / allowance : INFINITY, allowance);
-  }
-  return {};
-}
 
 std::optional<CacheKey> cache_key(const RegisteredWorkload& rw, const ExecuteOptions& options) {
   if (!options.cache) return std::nullopt;
@@ -183,7 +136,7 @@ class WorkerCaseHost final : public CaseHost {
     // trace's warnings told as the reference's.
     if (std::string(phase) == "float64")
       warnings_.set_side(Side::Gold);
-    else if (std::string(phase) == "localisation")
+    else if (std::string(phase) == "localisation" || std::string(phase) == "reference")
       warnings_.set_side(Side::Reference);
   }
   Outputs run(const Placement& where, const char* what) override {
@@ -198,6 +151,14 @@ class WorkerCaseHost final : public CaseHost {
     return cached_.gold;
   }
   std::vector<std::string> target_warnings() override { return warnings_.target(); }
+  const std::map<std::string, double>* kept_spreads() override {
+    return cached_.determinism_checked ? &cached_.spreads : nullptr;
+  }
+  void keep_spreads(const std::map<std::string, double>& spreads) override {
+    cached_.spreads = spreads;
+    cached_.determinism_checked = true;
+    cache_dirty_ = true;
+  }
 
  private:
   const Workload& w_;
@@ -210,34 +171,11 @@ class WorkerCaseHost final : public CaseHost {
 // Both sides have run: the reference's determinism (once per cached reference), then the
 // judgement. What fails here is mpscheck's, not the target's.
 void compare_sides(const Workload& w, const ExecuteOptions& options, const Outputs& ref_out, const Outputs& tgt_out,
-                   c10::Device device, c10::ScalarType dtype, const Tolerance& tol,
-                   const std::function<std::unique_ptr<Instance>()>& make_reference, WarningRecorder& warnings,
+                   c10::Device device, c10::ScalarType dtype, const Tolerance& tol, WarningRecorder& warnings,
                    CachedReference& cached, bool& cache_dirty, CaseResult& r) {
   try {
-    if (!cached.determinism_checked) {
-      enter_phase("reference");
-      cached.spreads = reference_spreads(w, make_reference, ref_out, warnings);
-      cached.determinism_checked = true;
-      cache_dirty = true;
-    }
-    enter_phase("comparison");
-    if (ref_out.empty()) {
-      // Nothing compared is nothing checked: never a pass.
-      r.status = Status::Error;
-      r.phase = "comparison";
-      r.message = fmt::format(
-          "the case has no output to compare (the target gave {}); a case that compares "
-          "nothing cannot pass",
-          tgt_out.empty() ? "none either" : fmt::format("{} named {}", tgt_out.size(), tgt_out.front().name));
-    } else if (std::string why = nondeterminism_error(ref_out, cached.spreads, tol); !why.empty()) {
-      r.status = Status::Error;
-      r.phase = "reference";
-      r.nondeterministic = true;
-      r.message = why;
-    } else {
-      WorkerCaseHost host(w, options, warnings, cached, cache_dirty);
-      judge_case(w, host, ref_out, tgt_out, device, dtype, tol, cached.spreads, r);
-    }
+    WorkerCaseHost host(w, options, warnings, cached, cache_dirty);
+    judge_sides(w, host, ref_out, tgt_out, device, dtype, tol, r);
   } catch (...) {
     // Comparison, gold and localisation run after the target: their failure is not the target's.
     r.status = Status::Error;
@@ -247,10 +185,11 @@ void compare_sides(const Workload& w, const ExecuteOptions& options, const Outpu
   }
 }
 
-CaseResult execute_case_inner(const RegisteredWorkload& rw, const ExecuteOptions& options, WarningRecorder& warnings) {
-  const Workload& w = *rw.workload;
-  CaseResult r;
-  identify(r, rw, options.target);
+// Both sides run, judged and, when right, timed: everything of a case between loading its cached
+// reference and keeping what it measured. Returns early when a side cannot run; the memory figures
+// are judged after it returns.
+void run_sides(const Workload& w, const ExecuteOptions& options, WarningRecorder& warnings,
+               std::optional<CachedReference>& cached, bool& cache_dirty, CaseResult& r) {
   const c10::ScalarType dtype = target_dtype_for(w, options.target);
   r.dtype = dtype_name(dtype);
   const Tolerance tol = tolerance_for(w.family(), dtype);
@@ -260,11 +199,7 @@ CaseResult execute_case_inner(const RegisteredWorkload& rw, const ExecuteOptions
     return w.instantiate(options.setup, Placement{c10::Device(c10::kCPU), c10::kFloat, Side::Reference});
   };
 
-  // Reference: CPU float32, from the cache when an entry with this exact key is there.
-  const std::optional<CacheKey> key = cache_key(rw, options);
-  std::optional<CachedReference> cached;
-  if (key) cached = options.cache->load(*key);
-  bool cache_dirty = false;
+  // Reference: CPU float32, the cached one when there is one.
   std::unique_ptr<Instance> ref;
   Outputs ref_out;
   if (cached) {
@@ -278,7 +213,7 @@ CaseResult execute_case_inner(const RegisteredWorkload& rw, const ExecuteOptions
       ref_out = owned(ref->run(), "reference");
     } catch (...) {
       reference_failed(w, exception_text(std::current_exception()), r);
-      return r;
+      return;
     }
     cached.emplace();
     cached->outputs = ref_out;
@@ -301,14 +236,12 @@ CaseResult execute_case_inner(const RegisteredWorkload& rw, const ExecuteOptions
     r.status = classify_exception(r.message);
     r.phase = "target";
     r.memory = memory.figures();
-    judge_memory(r);
-    if (key && cache_dirty) options.cache->store(*key, *cached);
-    return r;
+    return;
   }
   r.memory = memory.figures();
 
   const auto compare_start = Clock::now();
-  compare_sides(w, options, ref_out, tgt_out, device, dtype, tol, make_reference, warnings, *cached, cache_dirty, r);
+  compare_sides(w, options, ref_out, tgt_out, device, dtype, tol, warnings, *cached, cache_dirty, r);
   r.compare_s = seconds_since(compare_start);
   warnings.pause();
 
@@ -325,7 +258,19 @@ CaseResult execute_case_inner(const RegisteredWorkload& rw, const ExecuteOptions
                   exception_text(std::current_exception());
     }
   }
-  judge_memory(r);
+}
+
+// The case from the reference cache (when an entry with this exact key is there) through run_sides
+// to the cache again, written once, when the case measured something the entry lacked.
+CaseResult execute_case_inner(const RegisteredWorkload& rw, const ExecuteOptions& options, WarningRecorder& warnings,
+                              const CaseResult& identified) {
+  const std::optional<CacheKey> key = cache_key(rw, options);
+  std::optional<CachedReference> cached;
+  if (key) cached = options.cache->load(*key);
+  bool cache_dirty = false;
+  CaseResult r = identified;
+  run_sides(*rw.workload, options, warnings, cached, cache_dirty, r);
+  judge_memory(r);  // the device's memory figures, whichever way the sides ended
   if (key && cache_dirty) options.cache->store(*key, *cached);
   return r;
 }

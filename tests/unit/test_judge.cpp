@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <optional>
 #include <stdexcept>
 
 using namespace mpscheck;
@@ -28,8 +29,9 @@ class FakeHost final : public CaseHost {
  public:
   explicit FakeHost(at::Tensor gold, bool gold_fails = false) : gold_(std::move(gold)), gold_fails_(gold_fails) {}
   void enter_phase(const char* phase) override { phases.emplace_back(phase); }
-  Outputs run(const Placement&, const char*) override {
+  Outputs run(const Placement& where, const char*) override {
     ++runs;
+    if (again && where.side == Side::Reference) return *again;
     throw std::runtime_error("no other side in this test");
   }
   Outputs trace(const Placement&) override { return {}; }
@@ -39,6 +41,10 @@ class FakeHost final : public CaseHost {
     return {{"out", gold_}};
   }
   std::vector<std::string> target_warnings() override { return {}; }
+  const std::map<std::string, double>* kept_spreads() override { return kept ? &*kept : nullptr; }
+  void keep_spreads(const std::map<std::string, double>& spreads) override { kept = spreads; }
+  std::optional<Outputs> again;  // what a second reference instance gives; none: it throws
+  std::optional<std::map<std::string, double>> kept;
   int gold_calls = 0, runs = 0;
   std::vector<std::string> phases;
 
@@ -122,4 +128,60 @@ TEST(Judge, AReferenceSpreadWidensOnlyThatOutput) {
   EXPECT_EQ(r.status, Status::Pass) << r.message;
   EXPECT_TRUE(r.nondeterministic);
   EXPECT_EQ(host.gold_calls, 0);
+}
+
+// The reference's determinism is the judge's: a second fresh reference is asked of the host once,
+// its spread kept with the reference, and a later case with kept spreads runs nothing more. An
+// output the second reference gives differently is judged with its tolerance widened to that
+// spread, so a target inside the spread passes and one beyond it does not.
+TEST(Judge, TheReferenceSpreadIsMeasuredOnceAndKept) {
+  const OneOutputWorkload w;
+  const Sides s;
+  at::Tensor wobble = s.reference.clone();
+  wobble[3] += 2e-4;  // the reference differs from itself by 2e-4 at one element
+  FakeHost host(s.gold);
+  host.again = Outputs{Output("out", wobble)};
+  at::Tensor inside = s.reference.clone();
+  inside[3] += 1.5e-4;
+  CaseResult r;
+  judge_sides(w, host, {Output("out", s.reference)}, {Output("out", inside)}, c10::Device(c10::kCPU), c10::kFloat, kTol,
+              r);
+  EXPECT_EQ(r.status, Status::Pass) << r.message;
+  EXPECT_EQ(host.runs, 1);
+  ASSERT_TRUE(host.kept.has_value());
+  EXPECT_NEAR(host.kept->at("out"), 2e-4, 1e-6);
+  EXPECT_EQ(host.phases, (std::vector<std::string>{"reference", "comparison"}));
+
+  at::Tensor beyond = s.reference.clone();
+  beyond[3] += 1e-3;  // five times the spread: the widening does not reach it
+  CaseResult again;
+  judge_sides(w, host, {Output("out", s.reference)}, {Output("out", beyond)}, c10::Device(c10::kCPU), c10::kFloat, kTol,
+              again);
+  EXPECT_EQ(again.status, Status::Mismatch) << again.message;
+  EXPECT_EQ(host.runs, 1) << "kept spreads are not measured again";
+}
+
+// A reference that differs from itself by far more than its tolerance is no reference: an error
+// that says so, never a verdict on the target; so is a case with nothing to compare.
+TEST(Judge, AWildReferenceOrNoOutputIsAnErrorNotAVerdict) {
+  const OneOutputWorkload w;
+  const Sides s;
+  FakeHost host(s.gold);
+  at::Tensor wild = s.reference.clone();
+  wild[0] += 1.0;
+  host.again = Outputs{Output("out", wild)};
+  CaseResult r;
+  judge_sides(w, host, {Output("out", s.reference)}, {Output("out", s.reference.clone())}, c10::Device(c10::kCPU),
+              c10::kFloat, kTol, r);
+  EXPECT_EQ(r.status, Status::Error);
+  EXPECT_TRUE(r.nondeterministic);
+  EXPECT_NE(r.message.find("not deterministic"), std::string::npos) << r.message;
+
+  FakeHost empty(s.gold);
+  empty.kept = std::map<std::string, double>{};
+  CaseResult none;
+  judge_sides(w, empty, {}, {}, c10::Device(c10::kCPU), c10::kFloat, kTol, none);
+  EXPECT_EQ(none.status, Status::Error);
+  EXPECT_NE(none.message.find("no output to compare"), std::string::npos) << none.message;
+  EXPECT_EQ(empty.runs, 0);
 }
