@@ -19,6 +19,18 @@ namespace mpscheck {
 // one: the target did not run the op).
 bool is_finding(Status s);
 
+// What a result records: a workload of either kind, or the device probe a run starts with (a
+// host record no workload has). Its words extend the SDK's Kind names.
+enum class CaseKind { Op, Model, Probe };
+namespace names {
+inline constexpr const char* kCaseKind[] = {"op", "model", "probe"};
+}  // namespace names
+inline const char* to_string(CaseKind k) { return names::kCaseKind[static_cast<int>(k)]; }
+inline CaseKind case_kind_from_string(const std::string& s) {
+  return names::parse<CaseKind>(names::kCaseKind, s, "kind");
+}
+inline CaseKind case_kind(Kind k) { return k == Kind::Model ? CaseKind::Model : CaseKind::Op; }
+
 // How an output was judged when not by the plain tolerance: exactly (integer/bool), on both
 // parts (complex), by what an index selects, or by sampling error (random statistics).
 enum class Rule { Tolerance, Exact, Complex, Index, Statistics };
@@ -79,7 +91,7 @@ struct MemoryFigures {
 
 struct CaseResult {
   std::string id;
-  Kind kind = Kind::Op;
+  CaseKind kind = CaseKind::Op;
   std::vector<std::string> tags;
   std::string plugin;
   Status status = Status::Skip;

@@ -186,7 +186,7 @@ void to_json(nlohmann::json& j, const CaseResult& r) {
 
 void from_json(const nlohmann::json& j, CaseResult& r) {
   r.id = j.at("id").get<std::string>();
-  r.kind = kind_from_string(j.value("kind", "op"));
+  r.kind = case_kind_from_string(j.value("kind", "op"));
   r.tags = j.value("tags", std::vector<std::string>{});
   r.plugin = j.value("plugin", "");
   r.status = status_from_string(j.at("status").get<std::string>());

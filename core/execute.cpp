@@ -49,7 +49,7 @@ c10::ScalarType target_dtype_for(const Workload& w, const TargetSpec& target) {
 void identify(CaseResult& r, const RegisteredWorkload& rw, const TargetSpec& target) {
   const Workload& w = *rw.workload;
   if (r.id.empty()) r.id = w.id();
-  r.kind = w.kind();
+  r.kind = case_kind(w.kind());
   if (r.tags.empty()) r.tags = w.tags();
   if (r.plugin.empty() && rw.plugin) r.plugin = rw.plugin->name;
   if (r.target.empty()) r.target = target.str();

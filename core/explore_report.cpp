@@ -23,7 +23,7 @@ std::vector<CaseResult> explore_case_results(const ExploreOutcome& outcome) {
     }
     CaseResult r;
     r.id = c.id;
-    r.kind = Kind::Op;
+    r.kind = CaseKind::Op;
     r.status = c.explored ? Status::Pass : Status::Skip;
     r.message = c.explored ? fmt::format("explored: {} variant{}, no finding{}", c.variants, c.variants == 1 ? "" : "s",
                                          c.note.empty() ? "" : "; " + c.note)

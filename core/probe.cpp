@@ -31,7 +31,7 @@ std::string one_line(std::string s) {
 CaseResult run_probe(const TargetSpec& target) {
   CaseResult r;
   r.id = kProbeCaseId;
-  r.kind = Kind::Probe;
+  r.kind = CaseKind::Probe;
   r.target = target.str();
   r.status = Status::Error;
   try {

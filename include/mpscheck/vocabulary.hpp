@@ -9,8 +9,8 @@
 
 namespace mpscheck {
 
-// Probe is the record of the device probe a run starts with; no workload has that kind.
-enum class Kind { Op, Model, Probe };
+// What a workload is. (A result's kind adds the host's device probe: CaseKind, checks/result.hpp.)
+enum class Kind { Op, Model };
 // New statuses go last so the numbering of the older ones stays as it was. Memory: the case needs
 // more memory than the device recommends (or the device ran out of it).
 enum class Status { Pass, Mismatch, Nan, Unsupported, Error, Crash, Timeout, Skip, Fallback, Memory };
@@ -22,7 +22,7 @@ enum class Recommendation { None, Accelerate, KeepOnCpu, Blocked, ReduceMemory }
 
 namespace names {
 // The names as they appear in reports, JSON and the console; index = enum value.
-inline constexpr const char* kKind[] = {"op", "model", "probe"};
+inline constexpr const char* kKind[] = {"op", "model"};
 inline constexpr const char* kStatus[] = {"pass",  "mismatch", "nan",  "unsupported", "error",
                                           "crash", "timeout",  "skip", "fallback",    "memory"};
 inline constexpr const char* kSpeedClass[] = {"", "faster", "similar", "slower"};

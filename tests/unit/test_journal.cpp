@@ -14,7 +14,7 @@ namespace {
 CaseResult result(const std::string& id, Status s) {
   CaseResult r;
   r.id = id;
-  r.kind = Kind::Op;
+  r.kind = CaseKind::Op;
   r.status = s;
   r.message = "m";
   return r;

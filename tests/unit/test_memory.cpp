@@ -28,7 +28,7 @@ constexpr std::int64_t kMiB = 1 << 20;
 CaseResult measured(Status status, std::int64_t peak, std::int64_t max) {
   CaseResult r;
   r.id = "model/resnet18/train";
-  r.kind = Kind::Model;
+  r.kind = CaseKind::Model;
   r.status = status;
   r.target = "sim";
   r.memory = MemoryFigures{peak, "counter", 2 * peak, 300 * kMiB, max};

@@ -31,7 +31,12 @@ void expect_round_trip(int count, Parse parse) {
 }  // namespace
 
 TEST(Vocabulary, EveryNameParsesBackToItsValue) {
-  expect_round_trip<Kind>(3, kind_from_string);
+  expect_round_trip<Kind>(2, kind_from_string);
+  expect_round_trip<CaseKind>(3, case_kind_from_string);
+  // A result's kind spells a workload's kind the same way; only the host's probe is its own.
+  EXPECT_STREQ(to_string(case_kind(Kind::Model)), to_string(Kind::Model));
+  EXPECT_STREQ(to_string(case_kind(Kind::Op)), to_string(Kind::Op));
+  EXPECT_THROW(kind_from_string("probe"), std::invalid_argument);  // no workload is a probe
   expect_round_trip<Status>(10, status_from_string);
   expect_round_trip<SpeedClass>(4, speed_class_from_string);
   expect_round_trip<Recommendation>(5, recommendation_from_string);
@@ -55,7 +60,7 @@ TEST(Vocabulary, UnknownWordsAreRefusedByName) {
 TEST(Vocabulary, CaseResultKeepsItsWordsThroughJson) {
   CaseResult r;
   r.id = "model/vae/train";
-  r.kind = Kind::Model;
+  r.kind = CaseKind::Model;
   r.status = Status::Pass;
   r.speed_class = SpeedClass::Slower;
   r.recommendation = Recommendation::KeepOnCpu;
