@@ -1,14 +1,18 @@
 // Known-issue fingerprints (reports/fingerprint.hpp): what makes two findings one upstream bug,
 // the table that maps them to upstream issues, and the grouping every report shows.
+#include "core/plugin_host.hpp"
 #include "reports/bug_report.hpp"
 #include "reports/fingerprint.hpp"
 #include "reports/reporter.hpp"
 #include "reports/writers.hpp"
 
+#include <mpscheck/plugin.hpp>
+
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <fstream>
+#include <regex>
 #include <sstream>
 #include <unistd.h>
 
@@ -95,6 +99,41 @@ TEST(Fingerprint, AMalformedRowNamesItsFileAndLine) {
 
 TEST(Fingerprint, TheShippedTableParses) {
   EXPECT_NO_THROW(load_known_issues(std::string(MPSCHECK_SOURCE_DIR) + "/expectations/known-issues.tsv"));
+}
+
+// Every shipped row names a pytorch/pytorch thread (its note gives that thread's address) and can
+// match a case the shipped op plugins declare: its OP, DTYPE and LAYOUT select at least one of them.
+TEST(Fingerprint, EveryShippedRowNamesAPytorchIssueAndACaseOfTheOpPlugins) {
+  const auto table = load_known_issues(std::string(MPSCHECK_SOURCE_DIR) + "/expectations/known-issues.tsv");
+  ASSERT_FALSE(table.empty());
+  PluginHost host;
+  int loaded = 0;
+  for (const auto& e : std::filesystem::directory_iterator(MPSCHECK_PLUGINS_DIR)) {
+    if (e.path().filename().string().rfind("mpscheck_ops_", 0) != 0) continue;
+    host.load_file(e.path());
+    ++loaded;
+  }
+  ASSERT_GE(loaded, 10) << "the op plugins are not built in " << MPSCHECK_PLUGINS_DIR;
+  std::vector<Fingerprint> cases;
+  for (const auto& w : host.workloads()) {
+    CaseResult c;
+    c.id = w.workload->id();
+    cases.push_back(fingerprint_of(c));
+  }
+  const std::regex issue("pytorch#([1-9][0-9]*)");
+  for (const auto& row : table) {
+    SCOPED_TRACE("known-issues.tsv:" + std::to_string(row.line));
+    std::smatch m;
+    ASSERT_TRUE(std::regex_match(row.issue, m, issue)) << row.issue;
+    EXPECT_NE(row.note.find("https://github.com/pytorch/pytorch/issues/" + m[1].str() + " "), std::string::npos)
+        << row.note;
+    const std::regex op(row.op == "*" ? ".*" : row.op);
+    bool selects = false;
+    for (const auto& fp : cases)
+      selects |= std::regex_match(fp.op, op) && (row.dtype == "*" || row.dtype == fp.dtype) &&
+                 (row.layout == "*" || row.layout == fp.layout);
+    EXPECT_TRUE(selects) << row.op << " " << row.dtype << " " << row.layout << " selects no case of the op plugins";
+  }
 }
 
 TEST(Fingerprint, ReportsGroupFindingsByFingerprintAndSayKnownOrNew) {
