@@ -136,6 +136,28 @@ TEST(Fingerprint, EveryShippedRowNamesAPytorchIssueAndACaseOfTheOpPlugins) {
   }
 }
 
+// The shipped rows match findings in the form a run reports them: a wrong-values finding by its op
+// and dtype, an MPS gap by the aten op its message names (and not another op's gap).
+TEST(Fingerprint, TheShippedRowsMatchFindingsAsARunReportsThem) {
+  const auto table = load_known_issues(std::string(MPSCHECK_SOURCE_DIR) + "/expectations/known-issues.tsv");
+  const auto known = [&](const std::string& id, Status status, const std::string& message) {
+    return known_text(match_known_issue(table, fingerprint_of(finding(id, status, message, "out"))));
+  };
+  EXPECT_EQ(known("op/reduction/cumsum/bool/contiguous/forward", Status::Mismatch, "off"),
+            "known: pytorch#96614 (still broken in 2.1.0.dev20230311)");
+  EXPECT_EQ(known("op/reduction/cumsum/f32/contiguous/forward", Status::Mismatch, "off"), "new");
+  const std::string gap =
+      "The operator 'aten::_linalg_eigh.eigenvalues' is not currently implemented for the MPS device. If you "
+      "want this op to be considered for addition please comment on https://github.com/pytorch/pytorch/issues/141287";
+  EXPECT_EQ(known("op/linalg/eigvalsh/f32/contiguous/forward", Status::Unsupported, gap), "known: pytorch#151874");
+  EXPECT_EQ(known("op/linalg/eigvalsh/f32/contiguous/forward", Status::Unsupported,
+                  "The operator 'aten::linalg_qr.out' is not currently implemented for the MPS device."),
+            "new");
+  EXPECT_EQ(known("op/loss/ctc_zero_infinity/f32/contiguous/backward", Status::Unsupported,
+                  "The operator 'aten::_ctc_loss_backward' is not currently implemented for the MPS device."),
+            "known: pytorch#160829 (still broken in 2.7.1)");
+}
+
 TEST(Fingerprint, ReportsGroupFindingsByFingerprintAndSayKnownOrNew) {
   RunReport report;
   report.known_issues = parse_known_issues(kTable, "known.tsv");
