@@ -134,6 +134,8 @@ nlohmann::json collect_environment(const EnvironmentInput& in) {
   env["os_build"] = platform.os_build();
   env["cpu"] = platform.cpu_model();
   if (const std::string driver = platform.gpu_driver(); !driver.empty()) env["gpu_driver"] = driver;
+  // The chip, GPU and Metal a Mac reports (none on Linux), each only where the machine said it.
+  for (const auto& [key, value] : platform.machine_facts()) env[key] = value;
   env["cores"] = std::thread::hardware_concurrency();
   env["threads"] = at::get_num_threads();
   const std::vector<std::string> blas_libraries = loaded_blas_libraries();

@@ -1,14 +1,18 @@
 // Known-issue fingerprints (reports/fingerprint.hpp): what makes two findings one upstream bug,
 // the table that maps them to upstream issues, and the grouping every report shows.
+#include "core/plugin_host.hpp"
 #include "reports/bug_report.hpp"
 #include "reports/fingerprint.hpp"
 #include "reports/reporter.hpp"
 #include "reports/writers.hpp"
 
+#include <mpscheck/plugin.hpp>
+
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <fstream>
+#include <regex>
 #include <sstream>
 #include <unistd.h>
 
@@ -95,6 +99,63 @@ TEST(Fingerprint, AMalformedRowNamesItsFileAndLine) {
 
 TEST(Fingerprint, TheShippedTableParses) {
   EXPECT_NO_THROW(load_known_issues(std::string(MPSCHECK_SOURCE_DIR) + "/expectations/known-issues.tsv"));
+}
+
+// Every shipped row names a pytorch/pytorch thread (its note gives that thread's address) and can
+// match a case the shipped op plugins declare: its OP, DTYPE and LAYOUT select at least one of them.
+TEST(Fingerprint, EveryShippedRowNamesAPytorchIssueAndACaseOfTheOpPlugins) {
+  const auto table = load_known_issues(std::string(MPSCHECK_SOURCE_DIR) + "/expectations/known-issues.tsv");
+  ASSERT_FALSE(table.empty());
+  PluginHost host;
+  int loaded = 0;
+  for (const auto& e : std::filesystem::directory_iterator(MPSCHECK_PLUGINS_DIR)) {
+    if (e.path().filename().string().rfind("mpscheck_ops_", 0) != 0) continue;
+    host.load_file(e.path());
+    ++loaded;
+  }
+  ASSERT_GE(loaded, 10) << "the op plugins are not built in " << MPSCHECK_PLUGINS_DIR;
+  std::vector<Fingerprint> cases;
+  for (const auto& w : host.workloads()) {
+    CaseResult c;
+    c.id = w.workload->id();
+    cases.push_back(fingerprint_of(c));
+  }
+  const std::regex issue("pytorch#([1-9][0-9]*)");
+  for (const auto& row : table) {
+    SCOPED_TRACE("known-issues.tsv:" + std::to_string(row.line));
+    std::smatch m;
+    ASSERT_TRUE(std::regex_match(row.issue, m, issue)) << row.issue;
+    EXPECT_NE(row.note.find("https://github.com/pytorch/pytorch/issues/" + m[1].str() + " "), std::string::npos)
+        << row.note;
+    const std::regex op(row.op == "*" ? ".*" : row.op);
+    bool selects = false;
+    for (const auto& fp : cases)
+      selects |= std::regex_match(fp.op, op) && (row.dtype == "*" || row.dtype == fp.dtype) &&
+                 (row.layout == "*" || row.layout == fp.layout);
+    EXPECT_TRUE(selects) << row.op << " " << row.dtype << " " << row.layout << " selects no case of the op plugins";
+  }
+}
+
+// The shipped rows match findings in the form a run reports them: a wrong-values finding by its op
+// and dtype, an MPS gap by the aten op its message names (and not another op's gap).
+TEST(Fingerprint, TheShippedRowsMatchFindingsAsARunReportsThem) {
+  const auto table = load_known_issues(std::string(MPSCHECK_SOURCE_DIR) + "/expectations/known-issues.tsv");
+  const auto known = [&](const std::string& id, Status status, const std::string& message) {
+    return known_text(match_known_issue(table, fingerprint_of(finding(id, status, message, "out"))));
+  };
+  EXPECT_EQ(known("op/reduction/cumsum/bool/contiguous/forward", Status::Mismatch, "off"),
+            "known: pytorch#96614 (still broken in 2.1.0.dev20230311)");
+  EXPECT_EQ(known("op/reduction/cumsum/f32/contiguous/forward", Status::Mismatch, "off"), "new");
+  const std::string gap =
+      "The operator 'aten::_linalg_eigh.eigenvalues' is not currently implemented for the MPS device. If you "
+      "want this op to be considered for addition please comment on https://github.com/pytorch/pytorch/issues/141287";
+  EXPECT_EQ(known("op/linalg/eigvalsh/f32/contiguous/forward", Status::Unsupported, gap), "known: pytorch#151874");
+  EXPECT_EQ(known("op/linalg/eigvalsh/f32/contiguous/forward", Status::Unsupported,
+                  "The operator 'aten::linalg_qr.out' is not currently implemented for the MPS device."),
+            "new");
+  EXPECT_EQ(known("op/loss/ctc_zero_infinity/f32/contiguous/backward", Status::Unsupported,
+                  "The operator 'aten::_ctc_loss_backward' is not currently implemented for the MPS device."),
+            "known: pytorch#160829 (still broken in 2.7.1)");
 }
 
 TEST(Fingerprint, ReportsGroupFindingsByFingerprintAndSayKnownOrNew) {
