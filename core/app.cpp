@@ -166,11 +166,10 @@ int run_cases(int argc, char** argv, const Config& cfg) {
   if (!facts.name.empty()) report.environment["device_name"] = facts.name;
   if (facts.recommended_max > 0) report.environment["device_recommended_max_bytes"] = facts.recommended_max;
   std::cerr << "mpscheck: " << tier_line(target.spec.device, facts, tier) << '\n';
-  // The journal first: a case is on disk before the console prints it.
   ConsoleReporter console(std::cout, isatty(STDOUT_FILENO), use_color(STDOUT_FILENO));
   ReportFiles files(cfg);
   RunListeners listeners;
-  listeners.add(*journal.journal);
+  listeners.add(*journal.journal);  // first: a case is on disk before the console prints it
   listeners.add(console);
   listeners.add(files);
   const auto run_start = std::chrono::steady_clock::now();

@@ -30,7 +30,8 @@ JournalContents read_journal(const std::string& path);
 // The same from the file's text; `path` only names it in messages.
 JournalContents parse_journal(const std::string& text, const std::string& path);
 
-// A run's first listener: each case is in the file before any other listener hears of it.
+// Also a run's listener, the first one core/app.cpp adds: each case is in the file before any
+// other listener hears of it.
 class Journal final : public RunListener {
  public:
   // Starts a new journal (truncating) or, with resume, appends to an existing one. Throws JournalError.
