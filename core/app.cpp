@@ -59,9 +59,10 @@ void print_header(const Config& cfg, const ResolvedTarget& target, const RunRepo
               << '\n';
 }
 
-// Report: every format asked for, the comparison with --baseline, the known failures; the exit code.
+// Report: the run's end sent to its listeners (every format asked for is written by `files`), the
+// comparison with --baseline, the known failures; the exit code.
 int report_run(const Config& cfg, RunReport& report, const RunInputs& inputs, const ResolvedTarget& target,
-               const Registry& registry) {
+               const Registry& registry, RunListener& listeners, const ReportFiles& files) {
   if (!inputs.expectations.empty())
     apply_expectations(inputs.expectations, report.environment, target.spec.str(), report.cases);
   report.known_issues = inputs.known_issues;
@@ -81,7 +82,8 @@ int report_run(const Config& cfg, RunReport& report, const RunInputs& inputs, co
                             if (!w) return LayerScript{{}, {}, {}, "the case is not loaded"};
                             return write_layer_reproducer(*w->workload, finding, rt, dir);
                           }};
-  const Written written = write_reports(cfg, ctx, /*merging=*/false);
+  listeners.run_ended(ctx);
+  const Written written = files.written();
   if (written == Written::RecordFailed) return kExitUsage;
   bool regressed = false;
   if (inputs.baseline) {
@@ -165,8 +167,13 @@ int run_cases(int argc, char** argv, const Config& cfg) {
   if (facts.recommended_max > 0) report.environment["device_recommended_max_bytes"] = facts.recommended_max;
   std::cerr << "mpscheck: " << tier_line(target.spec.device, facts, tier) << '\n';
   ConsoleReporter console(std::cout, isatty(STDOUT_FILENO), use_color(STDOUT_FILENO));
+  ReportFiles files(cfg);
+  RunListeners listeners;
+  listeners.add(*journal.journal);  // first: a case is on disk before the console prints it
+  listeners.add(console);
+  listeners.add(files);
   const auto run_start = std::chrono::steady_clock::now();
-  RunOutcome outcome = execute_plan(plan, journal.done, loop, timed_runner, *journal.journal, console);
+  RunOutcome outcome = execute_plan(plan, journal.done, loop, timed_runner, listeners);
   if (outcome.stopped) {
     std::cerr << "mpscheck: " << *outcome.stopped << '\n';
     return kExitCannotRun;
@@ -177,7 +184,7 @@ int run_cases(int argc, char** argv, const Config& cfg) {
   if (final_tier.name != tier.name) std::cerr << "mpscheck: tier " << final_tier.name << ": " << final_tier.why << '\n';
   report.run["wall_s"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - run_start).count();
   report.run["complete"] = !outcome.interrupted;
-  return report_run(cfg, report, inputs, target, registry);
+  return report_run(cfg, report, inputs, target, registry, listeners, files);
 }
 
 }  // namespace

@@ -97,4 +97,15 @@ void Journal::append(const CaseResult& result) {
   }
 }
 
+void Journal::case_finished(size_t, size_t, const CaseResult& result) {
+  try {
+    append(result);
+  } catch (const JournalError& e) {
+    throw RunStopped(fmt::format(
+        "{}; stopped: the {} cases finished before it are kept there; free space, then run the same command with "
+        "--resume",
+        e.what(), appended_));
+  }
+}
+
 }  // namespace mpscheck

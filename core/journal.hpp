@@ -4,6 +4,7 @@
 #pragma once
 
 #include "checks/result.hpp"
+#include "reports/run_listener.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -29,7 +30,9 @@ JournalContents read_journal(const std::string& path);
 // The same from the file's text; `path` only names it in messages.
 JournalContents parse_journal(const std::string& text, const std::string& path);
 
-class Journal {
+// Also a run's listener, the first one core/app.cpp adds: each case is in the file before any
+// other listener hears of it.
+class Journal final : public RunListener {
  public:
   // Starts a new journal (truncating) or, with resume, appends to an existing one. Throws JournalError.
   Journal(const std::string& path, const nlohmann::json& header, bool resume);
@@ -41,6 +44,9 @@ class Journal {
   // off whatever part of the line got written, so every earlier line stays whole.
   void append(const CaseResult& result);
   int appended() const { return appended_; }
+  // Appends the case; a failed write becomes RunStopped, whose line says how many cases the
+  // journal kept and how to go on.
+  void case_finished(size_t position, size_t total, const CaseResult& result) override;
 
   // write() alone survives a killed process (the data is in the kernel); fsync also survives a
   // power cut but costs ~3.5 ms here, so it runs at most once per interval, and at the end.

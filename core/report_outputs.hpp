@@ -3,6 +3,7 @@
 // then every report asked for written, the JSON record first (reports/reporters.cpp's order).
 #include "core/config.hpp"
 #include "reports/reporter.hpp"
+#include "reports/run_listener.hpp"
 
 #include <optional>
 #include <string>
@@ -24,5 +25,19 @@ std::optional<std::string> unwritable_outputs(const Config& cfg);
 // where the results still are; a later report that fails is named and the others still written.
 enum class Written { All, RecordFailed, SomeFailed };
 Written write_reports(const Config& cfg, const ReportContext& ctx, bool merging);
+
+// A run's listener for its reports: when the run ends, every report asked for, as write_reports
+// writes them (the console summary last).
+class ReportFiles final : public RunListener {
+ public:
+  explicit ReportFiles(const Config& cfg) : cfg_(cfg) {}
+  void run_ended(const ReportContext& report) override { written_ = write_reports(cfg_, report, /*merging=*/false); }
+  // What run_ended wrote; All until it is sent.
+  Written written() const { return written_; }
+
+ private:
+  const Config& cfg_;
+  Written written_ = Written::All;
+};
 
 }  // namespace mpscheck::app

@@ -2,7 +2,6 @@
 
 #include "checks/recommend.hpp"
 #include "core/execute.hpp"
-#include "reports/console.hpp"
 
 #include <fmt/format.h>
 
@@ -26,24 +25,21 @@ int verdict_threads_for(int jobs, int threads) {
 
 namespace {
 
-// What every worker thread shares: the journal, the console, the results and the first reason
-// to stop. One lock: a case takes tens of milliseconds at least, so it is never contended.
+// What every worker thread shares: the listeners, the results and the first reason to stop. One
+// lock: a case takes tens of milliseconds at least, so it is never contended; it also keeps the
+// listeners' events one at a time.
 class RunState {
  public:
-  RunState(const std::vector<PlannedCase>& plan, size_t already_done, const RunLoopOptions& options, Journal& journal,
-           ConsoleReporter& console)
-      : plan_(plan),
-        results_(plan.size()),
-        finished_(already_done),
-        options_(options),
-        journal_(journal),
-        console_(console) {}
+  RunState(const std::vector<PlannedCase>& plan, size_t already_done, const RunLoopOptions& options,
+           RunListener& listeners)
+      : plan_(plan), results_(plan.size()), finished_(already_done), options_(options), listeners_(listeners) {}
 
   bool should_stop() const { return stop_.load() || g_interrupted; }
 
-  void started(size_t i) {
+  // Sends run_started; false when a listener stopped the run.
+  bool start(size_t resumed) {
     std::lock_guard<std::mutex> lock(mutex_);
-    console_.case_started(finished_, plan_.size(), plan_[i].workload.workload->id());
+    return send_locked([&] { listeners_.run_started({options_.target.str(), plan_.size(), resumed}); });
   }
 
   // Runs plan[i] on `runner` and records it; false when the run must stop.
@@ -51,7 +47,7 @@ class RunState {
     const RegisteredWorkload& rw = plan_[i].workload;
     const Workload& w = *rw.workload;
     const std::string id = w.id();
-    started(i);
+    if (!started(id)) return false;
     const auto t0 = std::chrono::steady_clock::now();
     const double timeout = w.kind() == Kind::Model ? options_.timeout_model_s : options_.timeout_op_s;
     CaseResult r;
@@ -62,7 +58,7 @@ class RunState {
       stop_locked(
           fmt::format("{} (stopped before case {}; the {} cases finished in this run are in {}; fix the cause, "
                       "then run the same command with --resume)",
-                      e.what(), id, journal_.appended(), options_.journal_path));
+                      e.what(), id, recorded_, options_.journal_path));
       return false;
     }
     if (g_interrupted) return false;  // an interrupted case is not recorded: --resume runs it again
@@ -72,16 +68,10 @@ class RunState {
     recommend(r);
     std::lock_guard<std::mutex> lock(mutex_);
     if (stop_) return false;
-    try {
-      journal_.append(r);
-    } catch (const JournalError& e) {
-      stop_locked(
-          fmt::format("{}; stopped: the {} cases finished before it are kept there; free space, then run "
-                      "the same command with --resume",
-                      e.what(), journal_.appended()));
-      return false;
-    }
-    console_.case_finished(finished_++, plan_.size(), r);
+    // The journal is the first listener: a case it could not keep is neither printed nor recorded.
+    if (!send_locked([&] { listeners_.case_finished(finished_, plan_.size(), r); })) return false;
+    ++finished_;
+    ++recorded_;
     results_[i] = std::move(r);
     return true;
   }
@@ -101,6 +91,23 @@ class RunState {
   }
 
  private:
+  bool started(const std::string& id) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return send_locked([&] { listeners_.case_started(finished_, plan_.size(), id); });
+  }
+
+  // Sends one event; a listener's RunStopped stops the run with its line.
+  template <typename Send>
+  bool send_locked(Send send) {
+    try {
+      send();
+      return true;
+    } catch (const RunStopped& e) {
+      stop_locked(e.what());
+      return false;
+    }
+  }
+
   void stop_locked(const std::string& why) {
     if (why_.empty()) why_ = why;
     stop_ = true;
@@ -109,9 +116,9 @@ class RunState {
   const std::vector<PlannedCase>& plan_;
   std::vector<std::optional<CaseResult>> results_;
   size_t finished_;
+  size_t recorded_ = 0;  // the cases this run finished (not the resumed ones)
   const RunLoopOptions& options_;
-  Journal& journal_;
-  ConsoleReporter& console_;
+  RunListener& listeners_;
   std::mutex mutex_;
   std::atomic<bool> stop_{false};
   std::string why_;
@@ -120,14 +127,14 @@ class RunState {
 }  // namespace
 
 RunOutcome execute_plan(const std::vector<PlannedCase>& plan, const std::map<std::string, CaseResult>& done,
-                        const RunLoopOptions& options, Runner& timed_runner, Journal& journal,
-                        ConsoleReporter& console) {
+                        const RunLoopOptions& options, Runner& timed_runner, RunListener& listeners) {
   std::vector<size_t> timed, verdict_only;
   for (size_t i = 0; i < plan.size(); ++i) {
     if (done.count(plan[i].workload.workload->id())) continue;
     (plan[i].timed || options.jobs <= 1 ? timed : verdict_only).push_back(i);
   }
-  RunState state(plan, done.size(), options, journal, console);
+  RunState state(plan, done.size(), options, listeners);
+  if (!state.start(done.size())) return state.outcome(done);
 
   // One worker: the plan's order. Timed cases never share the machine with another worker.
   for (size_t i : timed)

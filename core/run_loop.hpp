@@ -1,13 +1,13 @@
 // Executes a run's plan: the timed cases one at a time on one worker, so nothing disturbs their
-// clocks, then the verdict-only cases on `jobs` workers at once. Every result is journaled the
-// moment it exists and printed as it finishes.
+// clocks, then the verdict-only cases on `jobs` workers at once. Every result goes to the run's
+// listeners (reports/run_listener.hpp) the moment it exists: the journal first, then the console.
 #pragma once
 
-#include "core/journal.hpp"
 #include "core/registry.hpp"
 #include "checks/result.hpp"
 #include "core/target.hpp"
 #include "core/worker.hpp"
+#include "reports/run_listener.hpp"
 
 #include <map>
 #include <optional>
@@ -15,8 +15,6 @@
 #include <vector>
 
 namespace mpscheck {
-
-class ConsoleReporter;
 
 struct PlannedCase {
   RegisteredWorkload workload;
@@ -37,8 +35,8 @@ struct RunLoopOptions {
 struct RunOutcome {
   std::vector<CaseResult> cases;  // in plan order: resumed results, then what ran
   bool interrupted = false;
-  // Set when the run could not go on (no worker would start, the journal could not be written):
-  // the one line to print; every finished case is in the journal.
+  // Set when the run could not go on (no worker would start, a listener threw RunStopped because
+  // the journal could not be written): the one line to print; every finished case is in the journal.
   std::optional<std::string> stopped;
 };
 
@@ -50,9 +48,9 @@ int default_jobs(const TargetSpec& target);
 int verdict_threads_for(int jobs, int threads);
 
 // `timed_runner` already answered the device probe; it runs the timed cases. `done` holds the
-// results a --resume found in the journal.
+// results a --resume found in the journal. `listeners` are sent run_started, then case_started and
+// case_finished for each case that runs; run_ended is the caller's to send, once the report is made.
 RunOutcome execute_plan(const std::vector<PlannedCase>& plan, const std::map<std::string, CaseResult>& done,
-                        const RunLoopOptions& options, Runner& timed_runner, Journal& journal,
-                        ConsoleReporter& console);
+                        const RunLoopOptions& options, Runner& timed_runner, RunListener& listeners);
 
 }  // namespace mpscheck

@@ -40,19 +40,20 @@ struct RunnerOptions {
   bool fresh_worker_after_error = false;
 };
 
-// Host side: one live worker at a time, restarted after a crash or a timeout.
+// Host side: one live worker at a time, restarted after a crash or a timeout. run and stop are
+// virtual so the run loop's unit tests can stand in a runner that starts no process.
 class Runner {
  public:
   Runner(const WorkerConfig& worker_config, std::string log_path, RunnerOptions options = {});
-  ~Runner();
+  virtual ~Runner();
   Runner(const Runner&) = delete;
   Runner& operator=(const Runner&) = delete;
 
   // Runs case `id` with a deadline (timed, or verdict only); never throws for anything a case
   // does. Throws WorkerStartError when no worker can be started, which no later case would change.
-  CaseResult run(const std::string& id, double timeout_s, bool time = true);
+  virtual CaseResult run(const std::string& id, double timeout_s, bool time = true);
   // Stops the worker (e.g. on Ctrl-C); the next run() starts a fresh one.
-  void stop();
+  virtual void stop();
   // Workers started so far (1 for a run where nothing went wrong).
   int workers_started() const { return started_; }
 
