@@ -191,10 +191,10 @@ void compare_sides(const Workload& w, const ExecuteOptions& options, const Outpu
 void run_sides(const Workload& w, const ExecuteOptions& options, WarningRecorder& warnings,
                std::optional<CachedReference>& cached, bool& cache_dirty, CaseResult& r) {
   const c10::ScalarType dtype = target_dtype_for(w, options.target);
-  r.dtype = dtype_name(dtype);
   const Tolerance tol = tolerance_for(w.family(), dtype);
   r.rtol = tol.rtol;
   r.atol = tol.atol;
+  r.dtype = dtype_name(dtype);
   const auto make_reference = [&] {
     return w.instantiate(options.setup, Placement{c10::Device(c10::kCPU), c10::kFloat, Side::Reference});
   };
