@@ -13,6 +13,11 @@
 
 namespace mpscheck::op {
 
+// The dtype spellings (mpscheck/dtype_names.hpp), for case code written inside mpscheck::op.
+using ::mpscheck::dtype_id;
+using ::mpscheck::dtype_name;
+using ::mpscheck::dtype_python;
+
 inline std::string layout_name(Layout l) {
   switch (l) {
     case Layout::Contiguous: return "contiguous";
