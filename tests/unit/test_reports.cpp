@@ -33,7 +33,7 @@ const std::string kHostileMessage = "<script>alert(\"x\")</script> & ]]> \x01 \x
 CaseResult make_case(const std::string& id, Status status, const std::string& message = "") {
   CaseResult c;
   c.id = id;
-  c.kind = id.rfind("model/", 0) == 0 ? Kind::Model : Kind::Op;
+  c.kind = id.rfind("model/", 0) == 0 ? CaseKind::Model : CaseKind::Op;
   c.status = status;
   c.message = message;
   c.target = "mps";

@@ -104,7 +104,7 @@ struct LoopFixture {
 CaseResult passed(const std::string& id) {
   CaseResult r;
   r.id = id;
-  r.kind = Kind::Op;
+  r.kind = CaseKind::Op;
   r.status = Status::Pass;
   return r;
 }

@@ -69,7 +69,7 @@ TEST(Vocabulary, CaseResultKeepsItsWordsThroughJson) {
   EXPECT_EQ(j.at("speed_class"), "slower");
   EXPECT_EQ(j.at("recommendation"), "keep on CPU");
   const CaseResult back = j.get<CaseResult>();
-  EXPECT_EQ(back.kind, Kind::Model);
+  EXPECT_EQ(back.kind, CaseKind::Model);
   EXPECT_EQ(back.speed_class, SpeedClass::Slower);
   EXPECT_EQ(back.recommendation, Recommendation::KeepOnCpu);
 
