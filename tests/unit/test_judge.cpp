@@ -153,7 +153,7 @@ TEST(Judge, TheReferenceSpreadIsMeasuredOnceAndKept) {
   EXPECT_EQ(host.phases, (std::vector<std::string>{"reference", "comparison"}));
 
   at::Tensor beyond = s.reference.clone();
-  beyond[3] += 1e-3;  // five times the spread: the widening does not reach it
+  beyond[3] += 1e-2;  // 25 times the widened allowance, and ten times float32's own error at [7]
   CaseResult again;
   judge_sides(w, host, {Output("out", s.reference)}, {Output("out", beyond)}, c10::Device(c10::kCPU), c10::kFloat, kTol,
               again);
