@@ -114,7 +114,7 @@ TEST_F(OwnedModels, AStringOutputIsComparedByEquality) {
   ASSERT_NE(output_named(c, "out.1"), nullptr) << c.dump();
   EXPECT_FALSE((*output_named(c, "out.1"))["ok"].get<bool>());
   ASSERT_NE(output_named(c, "out.2"), nullptr) << c.dump();
-  EXPECT_EQ((*output_named(c, "out.2"))["reference_dtype"], "Bool");
+  EXPECT_EQ((*output_named(c, "out.2"))["reference_dtype"], "bool");
   EXPECT_EQ(run_case("label-f32", model("label"), "float32[4,4]", "cpu")["status"], "pass");
 }
 
