@@ -25,8 +25,8 @@ TORCH_MODULE(TwoLayer);
 model::ModelDef<TwoLayer> two_layer(double lr, int steps) {
   model::ModelDef<TwoLayer> def;
   def.name = "two_layer";
-  def.build = [](bool) { return TwoLayer(); };
-  def.batch = [](bool, at::Generator& gen) {
+  def.build = [](model::Mode) { return TwoLayer(); };
+  def.batch = [](model::Mode, at::Generator& gen) {
     return model::Batch{{at::randn({6, 8}, gen, at::kFloat)}, at::randint(0, 4, {6}, gen, at::kLong)};
   };
   def.loss = model::cross_entropy;
