@@ -183,7 +183,7 @@ struct ModelDef {
   // One training step; returns the loss the case compares at that step ("loss/step<i>", of any
   // shape, e.g. one loss per part the step trains). A network with its own training procedure
   // writes it here, never inside forward(), which stays the plain forward pass the inference
-  // case and the layer traces run. Default: ordinary_step.
+  // case runs; the training case's layer trace runs the first step. Default: ordinary_step.
   std::function<at::Tensor(const Step<Net>& step)> train_step = ordinary_step<Net>;
   int steps = 4;
   int quick_steps = 2;
@@ -241,44 +241,41 @@ class ModelInstance final : public Instance {
     return outs;
   }
 
-  // Inference: the tapped layers of one forward pass. Training adds what a forward pass cannot
-  // show, a bug in a backward kernel: after one backward of the def's loss (not its train_step)
-  // from the initial weights, every parameter's gradient ("backward/<param>"), last registered first, since backward
-  // reaches the last layers first and the first gradient that diverges names the layer whose backward is wrong.
+  // Inference: the tapped layers of one forward pass. Training: those of the first training step
+  // (the def's train_step from the initial weights, so a step that runs a layer again after
+  // updating part of the network traces that call too), and what a forward pass cannot show, a
+  // bug in a backward kernel: every gradient that step recorded ("backward/<param>"), last
+  // registered first, since backward reaches the last layers first and the first gradient that
+  // diverges names the layer whose backward is wrong.
   Outputs trace_layers() override {
     const TapRounding rounding(where_.round_inputs_to);  // the rounded baseline's trace, as its run()
     reset();
-    Outputs layers;
+    Outputs layers, grads;
     tap_sink() = &layers;
-    at::Tensor out;
     try {
-      torch::AutoGradMode grad_mode(train_);
-      out = def_.forward(net_, batch_);
+      first_pass(&grads);
     } catch (...) {
       tap_sink() = nullptr;
       throw;
     }
     tap_sink() = nullptr;
-    if (!train_) return layers;
-    net_->zero_grad();
-    def_.loss(out, batch_).backward();
     const auto params = net_->named_parameters();
     const auto& items = params.items();
     for (auto it = items.rbegin(); it != items.rend(); ++it)
-      if (it->value().grad().defined())
-        layers.push_back({"backward/" + it->key(), it->value().grad().detach().clone()});
+      for (auto& g : grads)
+        if (g.name == "grad0/" + it->key()) layers.push_back({"backward/" + it->key(), std::move(g.value)});
     return layers;
   }
 
-  // The wanted call of `layer` in the forward pass trace_layers() runs, from the same state (the
-  // seeded weights; a batch norm's running statistics as earlier calls in that pass left them).
+  // The wanted call of `layer` in the pass trace_layers() runs, from the same state (the seeded
+  // weights; a batch norm's running statistics, and in training the parameters a step updated, as
+  // earlier calls in that pass left them).
   LayerCall layer_call(const std::string& layer, int call) override {
     reset();
     LayerCapture capture{layer, call};
     capture_sink() = &capture;
     try {
-      torch::AutoGradMode grad_mode(train_);
-      def_.forward(net_, batch_);
+      first_pass(nullptr);
     } catch (...) {
       capture_sink() = nullptr;
       throw;
@@ -346,6 +343,17 @@ class ModelInstance final : public Instance {
     } else {
       net_->eval();
     }
+  }
+
+  // What trace_layers() and layer_call() run after reset(): one forward pass without grad, or in
+  // training the first step (`grads`, when given, receives its gradients).
+  void first_pass(Outputs* grads) {
+    if (train_) {
+      step(grads);
+      return;
+    }
+    torch::NoGradGuard no_grad;
+    def_.forward(net_, batch_);
   }
 
   Optimizers make_optimizers() {

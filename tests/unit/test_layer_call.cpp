@@ -12,7 +12,7 @@ namespace nn = torch::nn;
 
 const mpscheck::Setup kSetup{.seed = 3, .quick = true};
 
-// A Sequential stack of spelled layers, run twice per pass (as a module shared by two branches is), and
+// A Sequential stack of spelled layers, run twice per pass (as DCGAN's training step runs its discriminator), and
 // a head tapped as code.
 struct StackImpl : nn::Module {
   StackImpl()

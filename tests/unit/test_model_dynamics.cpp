@@ -172,6 +172,14 @@ TEST(ModelModes, TheTrainCaseRunsTheDefsOwnStep) {
   ASSERT_TRUE(out.count("grad0/fc2.weight"));
   EXPECT_EQ(out.at("update/fc1.weight").abs().max().item<double>(), 0.0);
   EXPECT_GT(out.at("update/fc2.weight").abs().max().item<double>(), 0.0);
+  // The training trace follows the same step: only the gradients it recorded are traced.
+  const model::ModelWorkload<TwoLayer> w(def, true);
+  std::map<std::string, at::Tensor> trace;
+  for (auto& o : w.instantiate(mpscheck::Setup{.seed = 3, .quick = true}, Placement{})->trace_layers())
+    trace[o.name] = o.value;
+  EXPECT_TRUE(trace.count("fc1") && trace.count("backward/fc2.weight"));
+  EXPECT_FALSE(trace.count("backward/fc1.weight"));
+  EXPECT_TRUE(at::equal(trace.at("backward/fc2.weight"), out.at("grad0/fc2.weight")));
   // The default step trains both layers, with the one optimizer over every parameter.
   const auto plain = run(two_layer(0.1, 3), true, Placement{});
   EXPECT_EQ(plain.at("loss/step0").numel(), 1);
