@@ -132,8 +132,7 @@ MPSCHECK_CATALOG(dcgan_models) {
     return model::Batch{{at::rand({n, 3, 64, 64}, gen, at::kFloat) * 2 - 1, at::randn({n, 100, 1, 1}, gen, at::kFloat)},
                         {}};
   };
-  // G's loss: its fakes scored as real. The training step uses it for G; the training layer trace
-  // backpropagates it through both networks.
+  // G's loss: its fakes scored as real (dcgan_step's errG).
   def.loss = [](const at::Tensor& scores, const model::Batch&) {
     return torch::binary_cross_entropy(scores, torch::ones_like(scores));
   };
