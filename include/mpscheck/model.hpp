@@ -1,8 +1,11 @@
 // Model cases from a LibTorch C++ frontend network. One ModelDef gives two workloads:
 //   model/<name>/infer  eval mode, no grad: the forward output is compared;
-//   model/<name>/train  N steps of forward + loss + backward + optimizer step on one seeded batch:
-//                       the loss at every step, the first step's gradients, each parameter's
-//                       update and the final parameters are compared (see run()).
+//   model/<name>/train  N training steps (ModelDef::train_step; by default forward + loss +
+//                       backward + optimizer step) on one seeded batch: the loss at every step,
+//                       the first step's gradients, each parameter's update and the final
+//                       parameters are compared (see run()).
+// A def may differ by mode (Mode: --quick or not, /infer or /train): build and batch are told
+// which case they serve, e.g. an ImageNet network infers at batch 1 and trains on a batch.
 // Weights come from torch::manual_seed(seed) before build(), so every side starts identical.
 // Dropout modules are switched off in training cases: their masks come from each device's own
 // random generator and could never agree; everything else trains as written.
@@ -14,6 +17,7 @@
 
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <functional>
 #include <memory>
 #include <string>
@@ -103,15 +107,84 @@ std::function<at::Tensor(Net& net, const Batch& batch)> forward_inputs() {
     return nullptr;
 }
 
+// Which case a def's build and batch serve: a --quick run or a full one, the /train case or /infer.
+struct Mode {
+  bool quick = false;
+  bool train = false;
+};
+
+// The one of three values that serves `mode`: `quick` for both cases of a --quick run, else
+// `train` for the /train case and `infer` for /infer.
+template <class T>
+const T& pick(Mode mode, const T& infer, const T& train, const T& quick) {
+  return mode.quick ? quick : mode.train ? train : infer;
+}
+
+// One value per mode, as pick() chooses; `of(mode)` picks one:
+// `def.build = [widths](model::Mode m) { return Net(widths.of(m)); };`
+template <class T>
+struct PerMode {
+  T infer, train, quick;
+  const T& of(Mode mode) const { return pick(mode, infer, train, quick); }
+};
+
+using Optimizers = std::vector<std::unique_ptr<torch::optim::Optimizer>>;
+
+template <class Net>
+struct ModelDef;
+
+// What one training step works on (ModelDef::train_step).
+template <class Net>
+struct Step {
+  const ModelDef<Net>& def;
+  Net& net;
+  const Batch& batch;        // on the device, in the compute dtype
+  Optimizers& optimizers;    // the def's optimizers, made afresh whenever the network is rebuilt
+  Outputs* grads = nullptr;  // set on the first step only: where record_grads() writes
+  // On the first step, records every parameter's gradient as it is now ("grad0/<param>"), each
+  // parameter once: call it after a backward and before the optimizer step that consumes it. A
+  // step that trains parts of the network in turn calls it once per part.
+  void record_grads() const {
+    if (!grads) return;
+    for (const auto& p : net->named_parameters()) {
+      if (!p.value().grad().defined()) continue;
+      std::string name = "grad0/" + p.key();
+      if (std::none_of(grads->begin(), grads->end(), [&](const Output& o) { return o.name == name; }))
+        grads->push_back({std::move(name), p.value().grad().detach().clone()});
+    }
+  }
+};
+
+// The ordinary training step, ModelDef::train_step's default: clear the gradients, the def's
+// forward and loss, backward, record the first step's gradients, step every optimizer. Returns the loss.
+template <class Net>
+at::Tensor ordinary_step(const Step<Net>& step) {
+  for (auto& optimizer : step.optimizers) optimizer->zero_grad();
+  at::Tensor loss = step.def.loss(step.def.forward(step.net, step.batch), step.batch);
+  loss.backward();
+  step.record_grads();
+  for (auto& optimizer : step.optimizers) optimizer->step();
+  return loss;
+}
+
 template <class Net>
 struct ModelDef {
   std::string name;
   std::vector<std::string> tags;
-  std::function<Net(bool quick)> build;
-  std::function<Batch(bool quick, at::Generator& gen)> batch;                               // CPU tensors
+  std::function<Net(Mode mode)> build;
+  std::function<Batch(Mode mode, at::Generator& gen)> batch;                                // CPU tensors
   std::function<at::Tensor(Net& net, const Batch& batch)> forward = forward_inputs<Net>();  // see forward_inputs
   std::function<at::Tensor(const at::Tensor& output, const Batch& batch)> loss;
+  // The optimizer over all of the network's parameters (model::optimizer<Optim>(options)).
   std::function<std::unique_ptr<torch::optim::Optimizer>(std::vector<at::Tensor> params)> optimizer;
+  // For a network whose parts train apart (a GAN's discriminator and generator): its optimizers,
+  // made from the network. Unset: the one `optimizer` over all parameters.
+  std::function<Optimizers(Net& net)> optimizers;
+  // One training step; returns the loss the case compares at that step ("loss/step<i>", of any
+  // shape, e.g. one loss per part the step trains). A network with its own training procedure
+  // writes it here, never inside forward(), which stays the plain forward pass the inference
+  // case runs; the training case's layer trace runs the first step. Default: ordinary_step.
+  std::function<at::Tensor(const Step<Net>& step)> train_step = ordinary_step<Net>;
   int steps = 4;
   int quick_steps = 2;
 };
@@ -133,9 +206,9 @@ template <class Net>
 class ModelInstance final : public Instance {
  public:
   ModelInstance(const ModelDef<Net>& def, bool train, const Setup& setup, const Placement& where)
-      : def_(def), train_(train), setup_(setup), where_(where) {
+      : def_(def), train_(train), mode_{.quick = setup.quick, .train = train}, setup_(setup), where_(where) {
     at::Generator gen = at::detail::createCPUGenerator(setup.seed + 7);
-    batch_ = place(def.batch(setup.quick, gen), where);
+    batch_ = place(def.batch(mode_, gen), where);
     reset();
   }
 
@@ -168,45 +241,41 @@ class ModelInstance final : public Instance {
     return outs;
   }
 
-  // Inference: the tapped layers of one forward pass. Training adds what a forward pass cannot
-  // show, a bug in a backward kernel: after one backward from the initial weights, every
-  // parameter's gradient ("backward/<param>"), last registered first, since backward reaches the
-  // last layers first and the first gradient that diverges names the layer whose backward is wrong.
+  // Inference: the tapped layers of one forward pass. Training: those of the first training step
+  // (the def's train_step from the initial weights, so a step that runs a layer again after
+  // updating part of the network traces that call too), and what a forward pass cannot show, a
+  // bug in a backward kernel: every gradient that step recorded ("backward/<param>"), last
+  // registered first, since backward reaches the last layers first and the first gradient that
+  // diverges names the layer whose backward is wrong.
   Outputs trace_layers() override {
     const TapRounding rounding(where_.round_inputs_to);  // the rounded baseline's trace, as its run()
     reset();
-    Outputs layers;
+    Outputs layers, grads;
     tap_sink() = &layers;
-    at::Tensor out;
     try {
-      torch::AutoGradMode grad_mode(train_);
-      out = def_.forward(net_, batch_);
+      first_pass(&grads);
     } catch (...) {
       tap_sink() = nullptr;
       throw;
     }
     tap_sink() = nullptr;
-    if (!train_) return layers;
-    optimizer_->zero_grad();
-    def_.loss(out, batch_).backward();
     const auto params = net_->named_parameters();
     const auto& items = params.items();
     for (auto it = items.rbegin(); it != items.rend(); ++it)
-      if (it->value().grad().defined())
-        layers.push_back({"backward/" + it->key(), it->value().grad().detach().clone()});
+      for (auto& g : grads)
+        if (g.name == "grad0/" + it->key()) layers.push_back({"backward/" + it->key(), std::move(g.value)});
     return layers;
   }
 
-  // The wanted call of `layer` in the forward pass trace_layers() runs, from the same state: a
-  // training case's discriminator steps inside its forward (DCGAN), so a later call of a layer
-  // sees the weights that step left, as it did in the trace.
+  // The wanted call of `layer` in the pass trace_layers() runs, from the same state (the seeded
+  // weights; a batch norm's running statistics, and in training the parameters a step updated, as
+  // earlier calls in that pass left them).
   LayerCall layer_call(const std::string& layer, int call) override {
     reset();
     LayerCapture capture{layer, call};
     capture_sink() = &capture;
     try {
-      torch::AutoGradMode grad_mode(train_);
-      def_.forward(net_, batch_);
+      first_pass(nullptr);
     } catch (...) {
       capture_sink() = nullptr;
       throw;
@@ -221,7 +290,7 @@ class ModelInstance final : public Instance {
   }
 
   // Timed training replays the steps run() checked: every `steps` iterations the network, its
-  // buffers (batch-norm statistics) and a fresh optimizer go back to the initial state, so each
+  // buffers (batch-norm statistics) and fresh optimizers go back to the initial state, so each
   // timed step is one whose loss a verdict compared. Stepping on for thousands of steps timed a
   // state no verdict checked (one that may diverge, or reach denormals, on one side only). The
   // cost: one extra copy of the parameters and buffers, and their copy back every `steps` steps.
@@ -244,7 +313,7 @@ class ModelInstance final : public Instance {
       size_t i = 0;
       for (auto& p : net_->parameters()) p.detach().copy_(checked_start_[i++]);
       for (auto& b : net_->buffers()) b.detach().copy_(checked_start_[i++]);
-      optimizer_ = def_.optimizer(net_->parameters());
+      optimizers_ = make_optimizers();
       checked_net_ = net_.get();
       timed_steps_ = 0;
     }
@@ -260,7 +329,7 @@ class ModelInstance final : public Instance {
  private:
   void reset() {
     torch::manual_seed(setup_.seed);
-    net_ = def_.build(setup_.quick);
+    net_ = def_.build(mode_);
     if (where_.round_inputs_to != c10::ScalarType::Undefined) {
       torch::NoGradGuard no_grad;
       for (auto& p : net_->parameters()) p.set_data(p.to(where_.round_inputs_to).to(p.scalar_type()));
@@ -270,21 +339,34 @@ class ModelInstance final : public Instance {
       net_->train();
       for (const auto& m : net_->modules(/*include_self=*/false))
         if (m->name().find("Dropout") != std::string::npos) m->eval();
-      optimizer_ = def_.optimizer(net_->parameters());
+      optimizers_ = make_optimizers();
     } else {
       net_->eval();
     }
   }
 
-  // One training step; `grads` (when given) receives every parameter's gradient before the update.
+  // What trace_layers() and layer_call() run after reset(): one forward pass without grad, or in
+  // training the first step (`grads`, when given, receives its gradients).
+  void first_pass(Outputs* grads) {
+    if (train_) {
+      step(grads);
+      return;
+    }
+    torch::NoGradGuard no_grad;
+    def_.forward(net_, batch_);
+  }
+
+  Optimizers make_optimizers() {
+    if (def_.optimizers) return def_.optimizers(net_);
+    Optimizers one;
+    one.push_back(def_.optimizer(net_->parameters()));
+    return one;
+  }
+
+  // One training step, the def's train_step; `grads` (when given) receives every parameter's
+  // gradient before its update.
   at::Tensor step(Outputs* grads = nullptr) {
-    optimizer_->zero_grad();
-    at::Tensor loss = def_.loss(def_.forward(net_, batch_), batch_);
-    loss.backward();
-    if (grads)
-      for (const auto& p : net_->named_parameters())
-        if (p.value().grad().defined()) grads->push_back({"grad0/" + p.key(), p.value().grad().detach().clone()});
-    optimizer_->step();
+    at::Tensor loss = def_.train_step(Step<Net>{def_, net_, batch_, optimizers_, grads});
     // The reduced-precision baseline keeps its parameters in that dtype, as the target does: an
     // update smaller than a unit of the parameter's rounding is lost there too.
     if (where_.round_inputs_to != c10::ScalarType::Undefined) {
@@ -296,11 +378,12 @@ class ModelInstance final : public Instance {
 
   const ModelDef<Net>& def_;
   bool train_;
+  Mode mode_;
   Setup setup_;
   Placement where_;
   Batch batch_;
   Net net_{nullptr};
-  std::unique_ptr<torch::optim::Optimizer> optimizer_;
+  Optimizers optimizers_;
 };
 
 template <class Net>
@@ -330,17 +413,6 @@ void add_model(Catalog& catalog, const ModelDef<Net>& def) {
   catalog.add(std::make_unique<ModelWorkload<Net>>(def, true));
 }
 
-// For a model whose inference and training cases need different batches or configs: build and
-// batch are not told which mode they serve (the reports infer at batch 1 but train on a batch),
-// so each mode gets its own def. Both must carry the same name.
-template <class Net>
-void add_model(Catalog& catalog, ModelDef<Net> infer, ModelDef<Net> train) {
-  TORCH_CHECK(infer.name == train.name, "infer and train definitions must share a name: ", infer.name, " vs ",
-              train.name);
-  catalog.add(std::make_unique<ModelWorkload<Net>>(std::move(infer), false));
-  catalog.add(std::make_unique<ModelWorkload<Net>>(std::move(train), true));
-}
-
 // Pieces most defs share; a def sets its own where the family differs.
 
 // loss: cross-entropy of logits [N, classes] against integer labels [N].
@@ -360,30 +432,35 @@ inline Batch image_batch(at::Generator& gen, int64_t n, int64_t channels, int64_
   return Batch{{at::rand({n, channels, size, size}, gen, at::kFloat)}, at::randint(0, classes, {n}, gen, at::kLong)};
 }
 
-// What an image classifier's cases draw: `batch` images of channels x size x size in [0, 1)
-// and labels in [0, classes); quick runs draw `quick_batch` images of quick_size x quick_size.
+// What an image classifier's cases draw: `batch.of(mode)` images of channels x size x size in
+// [0, 1) and labels in [0, classes); quick runs draw theirs at quick_size x quick_size.
 struct Images {
   int64_t channels, size, classes;
-  int64_t batch, quick_batch, quick_size;
+  PerMode<int64_t> batch;
+  int64_t quick_size;
 };
 
-// MNIST-shaped images: 1x28x28, 10 classes, `batch` of them (8 in quick runs).
+// MNIST-shaped images: 1x28x28, 10 classes, `batch` of them in both cases (8 in quick runs).
 inline Images mnist_images(int64_t batch) {
-  return {.channels = 1, .size = 28, .classes = 10, .batch = batch, .quick_batch = 8, .quick_size = 28};
+  return {.channels = 1,
+          .size = 28,
+          .classes = 10,
+          .batch = {.infer = batch, .train = batch, .quick = 8},
+          .quick_size = 28};
 }
 
 // An image classifier's def: seeded images and labels, the network on the images, cross-entropy.
 // The family adds its optimizer and steps.
 template <class Net>
-ModelDef<Net> image_classifier(std::string name, std::vector<std::string> tags, std::function<Net(bool quick)> build,
+ModelDef<Net> image_classifier(std::string name, std::vector<std::string> tags, std::function<Net(Mode mode)> build,
                                Images images) {
   ModelDef<Net> def;
   def.name = std::move(name);
   def.tags = std::move(tags);
   def.build = std::move(build);
-  def.batch = [images](bool quick, at::Generator& gen) {
-    return image_batch(gen, quick ? images.quick_batch : images.batch, images.channels,
-                       quick ? images.quick_size : images.size, images.classes);
+  def.batch = [images](Mode mode, at::Generator& gen) {
+    return image_batch(gen, images.batch.of(mode), images.channels, mode.quick ? images.quick_size : images.size,
+                       images.classes);
   };
   def.loss = cross_entropy;
   return def;

@@ -36,8 +36,10 @@ model::ModelDef<PlantedMlp> planted_def() {
   model::ModelDef<PlantedMlp> d;
   d.name = "faults/planted_backward";
   d.tags = {"faults", "test-only"};
-  d.build = [](bool) { return PlantedMlp(); };
-  d.batch = [](bool, at::Generator& gen) { return model::Batch{{at::randn({64, 16}, gen)}, at::randn({64, 4}, gen)}; };
+  d.build = [](model::Mode) { return PlantedMlp(); };
+  d.batch = [](model::Mode, at::Generator& gen) {
+    return model::Batch{{at::randn({64, 16}, gen)}, at::randn({64, 4}, gen)};
+  };
   d.forward = [](PlantedMlp& net, const model::Batch& b) { return net->forward(b.inputs[0]); };
   d.loss = [](const at::Tensor& out, const model::Batch& b) { return torch::mse_loss(out, b.target); };
   d.optimizer = [](std::vector<at::Tensor> params) {

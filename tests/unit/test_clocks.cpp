@@ -112,10 +112,10 @@ std::vector<std::pair<double, double>>& seen_states() {
 model::ModelDef<torch::nn::Sequential> recording_def() {
   model::ModelDef<torch::nn::Sequential> def;
   def.name = "recording";
-  def.build = [](bool) {
+  def.build = [](model::Mode) {
     return torch::nn::Sequential(torch::nn::Linear(6, 4), torch::nn::BatchNorm1d(4), torch::nn::Linear(4, 1));
   };
-  def.batch = [](bool, at::Generator& gen) {
+  def.batch = [](model::Mode, at::Generator& gen) {
     return model::Batch{{at::randn({16, 6}, gen, at::kFloat)}, at::randn({16, 1}, gen, at::kFloat)};
   };
   def.forward = [](torch::nn::Sequential& net, const model::Batch& b) {

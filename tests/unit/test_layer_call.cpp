@@ -12,7 +12,7 @@ namespace nn = torch::nn;
 
 const mpscheck::Setup kSetup{.seed = 3, .quick = true};
 
-// A Sequential stack of spelled layers, run twice per pass (as DCGAN runs its discriminator), and
+// A Sequential stack of spelled layers, run twice per pass (as DCGAN's training step runs its discriminator), and
 // a head tapped as code.
 struct StackImpl : nn::Module {
   StackImpl()
@@ -37,8 +37,8 @@ TORCH_MODULE(Stack);
 model::ModelDef<Stack> stack_def() {
   model::ModelDef<Stack> def;
   def.name = "stack";
-  def.build = [](bool) { return Stack(); };
-  def.batch = [](bool, at::Generator& gen) {
+  def.build = [](model::Mode) { return Stack(); };
+  def.batch = [](model::Mode, at::Generator& gen) {
     return model::Batch{{at::randn({2, 3, 8, 8}, gen, at::kFloat)}, at::randint(0, 2, {2}, gen, at::kLong)};
   };
   def.loss = model::cross_entropy;

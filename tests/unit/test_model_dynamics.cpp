@@ -1,11 +1,15 @@
 // Training cases judged by their dynamics (the first step's gradients and each parameter's update
-// are outputs of their own), and the reduced-precision baseline of a network (every tapped layer
-// and, in training, every parameter after a step rounded to the target's dtype).
+// are outputs of their own), the reduced-precision baseline of a network (every tapped layer
+// and, in training, every parameter after a step rounded to the target's dtype), a def that
+// differs by mode, and a def with its own training step.
 #include <mpscheck/model.hpp>
 
 #include <gtest/gtest.h>
 
 #include <map>
+#include <memory>
+#include <utility>
+#include <vector>
 
 namespace {
 
@@ -25,8 +29,8 @@ TORCH_MODULE(TwoLayer);
 model::ModelDef<TwoLayer> two_layer(double lr, int steps) {
   model::ModelDef<TwoLayer> def;
   def.name = "two_layer";
-  def.build = [](bool) { return TwoLayer(); };
-  def.batch = [](bool, at::Generator& gen) {
+  def.build = [](model::Mode) { return TwoLayer(); };
+  def.batch = [](model::Mode, at::Generator& gen) {
     return model::Batch{{at::randn({6, 8}, gen, at::kFloat)}, at::randint(0, 4, {6}, gen, at::kLong)};
   };
   def.loss = model::cross_entropy;
@@ -35,10 +39,11 @@ model::ModelDef<TwoLayer> two_layer(double lr, int steps) {
   return def;
 }
 
-std::map<std::string, at::Tensor> run(const model::ModelDef<TwoLayer>& def, bool train, const Placement& where) {
+std::map<std::string, at::Tensor> run(const model::ModelDef<TwoLayer>& def, bool train, const Placement& where,
+                                      bool quick = true) {
   const model::ModelWorkload<TwoLayer> w(def, train);
   std::map<std::string, at::Tensor> out;
-  for (auto& o : w.instantiate(Setup{.seed = 3, .quick = true}, where)->run()) out[o.name] = o.value;
+  for (auto& o : w.instantiate(Setup{.seed = 3, .quick = quick}, where)->run()) out[o.name] = o.value;
   return out;
 }
 
@@ -108,6 +113,94 @@ TEST(ModelDynamics, ReducedPrecisionTrainingBaselineKeepsItsParametersInThatDtyp
     EXPECT_TRUE(representable_in(out.at(std::string("param/") + p), at::kBFloat16)) << p;
   const auto plain = run(two_layer(1e-4, 2), true, Placement{});
   EXPECT_FALSE(representable_in(plain.at("param/fc1.weight"), at::kBFloat16));
+}
+
+// A def that differs by mode: each case draws the batch its mode names, and builds its network for it.
+TEST(ModelModes, EachCaseBuildsAndDrawsForItsOwnMode) {
+  auto def = two_layer(0.01, 1);
+  const model::PerMode<int64_t> rows{.infer = 3, .train = 5, .quick = 2};
+  auto modes = std::make_shared<std::vector<std::pair<bool, bool>>>();
+  def.build = [modes](model::Mode m) {
+    modes->push_back({m.quick, m.train});
+    return TwoLayer();
+  };
+  def.batch = [rows](model::Mode m, at::Generator& gen) {
+    const int64_t n = rows.of(m);
+    return model::Batch{{at::randn({n, 8}, gen, at::kFloat)}, at::randint(0, 4, {n}, gen, at::kLong)};
+  };
+  EXPECT_EQ(run(def, false, Placement{}, /*quick=*/false).at("out").size(0), 3);
+  EXPECT_EQ(run(def, false, Placement{}, /*quick=*/true).at("out").size(0), 2);
+  EXPECT_EQ(modes->back(), std::make_pair(true, false));
+  // Training at full size: the first layer's traced output has the train batch's rows.
+  const model::ModelWorkload<TwoLayer> train(def, true);
+  const Outputs trace = train.instantiate(mpscheck::Setup{.seed = 3, .quick = false}, Placement{})->trace_layers();
+  ASSERT_FALSE(trace.empty());
+  EXPECT_EQ(trace.front().name, "fc1");
+  EXPECT_EQ(trace.front().value.size(0), 5);
+  EXPECT_EQ(modes->back(), std::make_pair(false, true));
+}
+
+// A network with its own training procedure: the train case runs the def's train_step, compares
+// the loss it returns, and records the gradients it asks for.
+TEST(ModelModes, TheTrainCaseRunsTheDefsOwnStep) {
+  auto def = two_layer(0.1, 3);
+  auto calls = std::make_shared<int>(0);
+  // Two optimizers, one per layer; the step trains fc2 alone and returns two losses.
+  def.optimizers = [](TwoLayer& net) {
+    model::Optimizers o;
+    o.push_back(std::make_unique<torch::optim::SGD>(net->fc1->parameters(), torch::optim::SGDOptions(0.1)));
+    o.push_back(std::make_unique<torch::optim::SGD>(net->fc2->parameters(), torch::optim::SGDOptions(0.1)));
+    return o;
+  };
+  def.train_step = [calls](const model::Step<TwoLayer>& step) {
+    ++*calls;
+    EXPECT_EQ(step.optimizers.size(), 2u);
+    for (auto& o : step.optimizers) o->zero_grad();
+    const at::Tensor loss = step.def.loss(step.def.forward(step.net, step.batch), step.batch);
+    loss.backward();
+    step.net->fc1->zero_grad();  // fc1 keeps no gradient: only fc2's are recorded and stepped
+    step.record_grads();
+    step.optimizers[1]->step();
+    return torch::stack({loss.detach(), 2 * loss.detach()});
+  };
+  const auto out = run(def, true, Placement{});
+  EXPECT_EQ(*calls, 3);
+  ASSERT_TRUE(out.count("loss/step2"));
+  EXPECT_EQ(out.at("loss/step0").numel(), 2);
+  EXPECT_TRUE(at::equal(out.at("loss/step0")[1], 2 * out.at("loss/step0")[0]));
+  EXPECT_FALSE(out.count("grad0/fc1.weight"));
+  ASSERT_TRUE(out.count("grad0/fc2.weight"));
+  EXPECT_EQ(out.at("update/fc1.weight").abs().max().item<double>(), 0.0);
+  EXPECT_GT(out.at("update/fc2.weight").abs().max().item<double>(), 0.0);
+  // The training trace follows the same step: only the gradients it recorded are traced.
+  const model::ModelWorkload<TwoLayer> w(def, true);
+  std::map<std::string, at::Tensor> trace;
+  for (auto& o : w.instantiate(mpscheck::Setup{.seed = 3, .quick = true}, Placement{})->trace_layers())
+    trace[o.name] = o.value;
+  EXPECT_TRUE(trace.count("fc1") && trace.count("backward/fc2.weight"));
+  EXPECT_FALSE(trace.count("backward/fc1.weight"));
+  EXPECT_TRUE(at::equal(trace.at("backward/fc2.weight"), out.at("grad0/fc2.weight")));
+  // The default step trains both layers, with the one optimizer over every parameter.
+  const auto plain = run(two_layer(0.1, 3), true, Placement{});
+  EXPECT_EQ(plain.at("loss/step0").numel(), 1);
+  EXPECT_GT(plain.at("update/fc1.weight").abs().max().item<double>(), 0.0);
+  EXPECT_TRUE(plain.count("grad0/fc1.weight"));
+}
+
+// The default step with several optimizers steps each, and records each gradient once.
+TEST(ModelModes, TheOrdinaryStepStepsEveryOptimizer) {
+  auto def = two_layer(0.1, 1);
+  def.optimizers = [](TwoLayer& net) {
+    model::Optimizers o;
+    o.push_back(std::make_unique<torch::optim::SGD>(net->fc1->parameters(), torch::optim::SGDOptions(0.1)));
+    o.push_back(std::make_unique<torch::optim::SGD>(net->fc2->parameters(), torch::optim::SGDOptions(0.1)));
+    return o;
+  };
+  const auto split = run(def, true, Placement{});
+  const auto one = run(two_layer(0.1, 1), true, Placement{});
+  for (const char* p : {"fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias"})
+    EXPECT_TRUE(at::equal(split.at(std::string("update/") + p), one.at(std::string("update/") + p))) << p;
+  EXPECT_EQ(split.size(), one.size());
 }
 
 }  // namespace
