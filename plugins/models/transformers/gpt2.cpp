@@ -53,6 +53,9 @@ using mpscheck::transformers::Gpt2Config;
 // gpt2 is GPT-2 small (124M); gpt2_tiny keeps its vocabulary at 4 layers of width 256.
 // Training runs 2 sequences of 32 (small) or 64 (tiny) tokens, and gpt2 trains DistilGPT-2's
 // 6 layers: at 12 layers a step took ~8 s and the case over 4 minutes on the shared 2 cores.
+// gpt2_tiny infers and trains one network; only the batch and the sequence length differ.
+constexpr Gpt2Config kGpt2Tiny = {
+    .vocab = 50257, .context = 256, .layers = 4, .width = 256, .heads = 4, .dropout = 0.1};
 const mpscheck::models::Sizes<Gpt2Config> kGpt2Models[] = {
     {.name = "gpt2",
      .infer = {.config = {.vocab = 50257, .context = 1024, .layers = 12, .width = 768, .heads = 12, .dropout = 0.1},
@@ -65,12 +68,8 @@ const mpscheck::models::Sizes<Gpt2Config> kGpt2Models[] = {
                .batch = 2,
                .length = 16}},
     {.name = "gpt2_tiny",
-     .infer = {.config = {.vocab = 50257, .context = 256, .layers = 4, .width = 256, .heads = 4, .dropout = 0.1},
-               .batch = 1,
-               .length = 128},
-     .train = {.config = {.vocab = 50257, .context = 256, .layers = 4, .width = 256, .heads = 4, .dropout = 0.1},
-               .batch = 2,
-               .length = 64},
+     .infer = {.config = kGpt2Tiny, .batch = 1, .length = 128},
+     .train = {.config = kGpt2Tiny, .batch = 2, .length = 64},
      .quick = {.config = {.vocab = 512, .context = 32, .layers = 2, .width = 32, .heads = 2, .dropout = 0.1},
                .batch = 2,
                .length = 16}},
