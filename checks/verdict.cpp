@@ -23,6 +23,7 @@ Verdict judge_outputs(const std::vector<OutputReport>& outputs) {
   }
   if (first_nan) {
     v.status = Status::Nan;
+    v.output = first_nan->name;
     v.message =
         fmt::format("{}: target has {} NaN and {} Inf where the reference has {} and {}", first_nan->name,
                     first_nan->nan_target, first_nan->inf_target, first_nan->nan_reference, first_nan->inf_reference);
@@ -33,6 +34,7 @@ Verdict judge_outputs(const std::vector<OutputReport>& outputs) {
                                first_bad->reference_value, first_bad->target_value);
   } else if (first_bad) {
     v.status = Status::Mismatch;
+    v.output = first_bad->name;
     if (!first_bad->note.empty() && first_bad->numel == 0) {
       v.message = fmt::format("{}: {}", first_bad->name, first_bad->note);
     } else if (!first_bad->note.empty() && first_bad->mismatches == 0) {
@@ -58,7 +60,7 @@ Tolerance widened_for_spread(const Tolerance& tol, double spread) {
 
 void decide_attribution(std::vector<OutputAttribution>& failing, Verdict& v, Fragile& attribution) {
   bool all_ok = true;
-  const std::string named = v.message.substr(0, v.message.find(':'));
+  const std::string& named = v.output;
   const OutputAttribution* quoted = nullptr;
   for (auto& f : failing) {
     const Attribution& a = f.attribution;

@@ -116,7 +116,13 @@ std::string layout_words(InputLayout layout, std::int64_t storage_offset, const 
                            : layout == InputLayout::ChannelsLast ? "channels_last"
                            : declared.empty()                    ? "as declared"
                                                                  : declared;
-  return storage_offset > 0 ? fmt::format("{} at storage offset {}", name, storage_offset) : name;
+  if (storage_offset <= 0) return name;
+  // A sliced input starts past its storage's first element already (x[..., 1::2]): the offset moves
+  // it further, so "at storage offset 1" would name the wrong element.
+  if (layout == InputLayout::Declared && declared == "sliced")
+    return fmt::format("sliced, shifted {} element{} further along its storage", storage_offset,
+                       storage_offset == 1 ? "" : "s");
+  return fmt::format("{} at storage offset {}", name, storage_offset);
 }
 
 std::string sizes_text(const Shape& shape) {

@@ -19,6 +19,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <set>
+#include <sstream>
 #include <thread>
 
 extern char** environ;
@@ -104,6 +105,20 @@ std::string blas_name(const std::string& parallel_info, const std::string& build
   return fmt::format("{}", fmt::join(said, "; "));
 }
 
+std::string cuda_versions(const std::string& build_config) {
+  std::vector<std::string> found;
+  std::istringstream lines(build_config);
+  for (std::string line; std::getline(lines, line);) {
+    const auto start = line.find_first_not_of(" -");
+    if (start == std::string::npos) continue;
+    const std::string item = line.substr(start);
+    // Only the top-level items ("  - CuDNN 8.9.2"), not the nested "    - Built with CuDNN ..." lines.
+    if (start > 4) continue;
+    if (item.rfind("CUDA Runtime ", 0) == 0 || item.rfind("CuDNN ", 0) == 0) found.push_back(item);
+  }
+  return fmt::format("{}", fmt::join(found, ", "));
+}
+
 double measured_matmul_gflops() {
   constexpr std::int64_t n = 384;
   // One thread: on a busy machine, a multi-threaded product waits for whichever of its threads
@@ -134,6 +149,7 @@ nlohmann::json collect_environment(const EnvironmentInput& in) {
   env["os_build"] = platform.os_build();
   env["cpu"] = platform.cpu_model();
   if (const std::string driver = platform.gpu_driver(); !driver.empty()) env["gpu_driver"] = driver;
+  if (const std::string cuda = cuda_versions(at::show_config()); !cuda.empty()) env["cuda"] = cuda;
   // The chip, GPU and Metal a Mac reports (none on Linux), each only where the machine said it.
   for (const auto& [key, value] : platform.machine_facts()) env[key] = value;
   env["cores"] = std::thread::hardware_concurrency();

@@ -42,6 +42,11 @@ std::vector<std::string> openmp_runtimes_among(const std::vector<std::string>& l
 std::string blas_name(const std::string& parallel_info, const std::string& build_config,
                       const std::vector<std::string>& loaded_libraries);
 
+// The CUDA toolkit LibTorch was built with, from its build configuration (`show_config()`): its
+// "CUDA Runtime 12.1" and "CuDNN 8.9.2" lines, joined ("CUDA Runtime 12.1, CuDNN 8.9.2"). Empty for
+// a build without CUDA, as the CPU wheel and macOS builds are.
+std::string cuda_versions(const std::string& build_config);
+
 // Float32 matmul throughput of the CPU baseline on one thread, best of a few runs of a 384x384x384
 // product. An optimised BLAS gives tens of GFLOP/s per core; the reference BLAS one or two, which
 // is the 60x that would inflate every reported speed-up.

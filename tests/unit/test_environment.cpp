@@ -88,6 +88,25 @@ TEST(Environment, BlockNamesTheLibTorchItWasBuiltAgainst) {
   EXPECT_TRUE(env.contains("matmul_gflops"));
 }
 
+// The CUDA toolkit is read from LibTorch's own build text, in the form its CUDA builds print it
+// (top-level "CUDA Runtime" and "CuDNN" items; the nested "Built with" line is not a second CuDNN).
+TEST(Environment, CudaVersionsComeFromTheBuildConfigurationOnlyWhereBuiltWithCuda) {
+  const std::string cuda_build =
+      "PyTorch built with:\n"
+      "  - GCC 9.3\n"
+      "  - OpenMP 201511 (a.k.a. OpenMP 4.5)\n"
+      "  - CUDA Runtime 12.1\n"
+      "  - NVCC architecture flags: -gencode;arch=compute_80,code=sm_80\n"
+      "  - CuDNN 8.9.2\n"
+      "    - Built with CuDNN 8.9.0\n"
+      "  - Magma 2.6.1\n"
+      "  - Build settings: BLAS_INFO=mkl, CUDA_VERSION=12.1, CUDNN_VERSION=8.9.2, USE_CUDA=ON\n";
+  EXPECT_EQ(cuda_versions(cuda_build), "CUDA Runtime 12.1, CuDNN 8.9.2");
+  EXPECT_EQ(cuda_versions("PyTorch built with:\n  - GCC 11.2\n  - Build settings: USE_CUDA=OFF\n"), "");
+  // This machine's LibTorch is the CPU wheel: nothing to report, so no `cuda` key in its block.
+  EXPECT_EQ(cuda_versions(at::show_config()), "");
+}
+
 }  // namespace
 }  // namespace mpscheck
 

@@ -284,3 +284,13 @@ TEST(Explore, AVariantIsGivenOnlyWhatIsLeftOfTheBudgetAndStoppingItIsNoFinding) 
   ASSERT_EQ(results.size(), 1u);
   EXPECT_NE(results[0].status, Status::Mismatch);
 }
+
+// A layout's words name the element the input starts at: exact for a layout that starts at its
+// storage's first element, and for a sliced input (which starts one element in already) a shift.
+TEST(Explore, LayoutWordsNeverCallAShiftedSliceAnAbsoluteOffset) {
+  EXPECT_EQ(layout_words(InputLayout::ChannelsLast, 1, "contiguous"), "channels_last at storage offset 1");
+  EXPECT_EQ(layout_words(InputLayout::Declared, 2, "transposed"), "transposed at storage offset 2");
+  EXPECT_EQ(layout_words(InputLayout::Declared, 1, "sliced"), "sliced, shifted 1 element further along its storage");
+  EXPECT_EQ(layout_words(InputLayout::Declared, 3, "sliced"), "sliced, shifted 3 elements further along its storage");
+  EXPECT_EQ(layout_words(InputLayout::Declared, 0, "sliced"), "sliced");
+}

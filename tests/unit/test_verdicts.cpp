@@ -297,6 +297,29 @@ TEST(Decision, AllOutputsWithinTheGoldRulesPassAsFloat32Fragile) {
   EXPECT_EQ(attribution, Fragile::Target);
 }
 
+// The float64 figures quoted are those of the output the verdict leads with, as the verdict names
+// it, never as its message text happens to begin.
+TEST(Decision, TheQuotedOutputIsTheOneTheVerdictNamesNotTheMessagesFirstWord) {
+  OutputReport a, b;
+  a.name = "a";
+  b.name = "b";
+  a.ok = b.ok = false;
+  Attribution wrong;
+  wrong.measured = true;
+  wrong.bias_ok = true;
+  wrong.band_ok = true;
+  wrong.bad_elements = 3;
+  wrong.gold_value = 1.0;
+  wrong.target_value = 1.5;
+  std::vector<OutputAttribution> failing{{&a, wrong}, {&b, wrong}};
+  Verdict v{Status::Mismatch, "a: looks like output a leads", "b"};
+  Fragile attribution = Fragile::Unknown;
+  decide_attribution(failing, v, attribution);
+  EXPECT_EQ(attribution, Fragile::Target);
+  EXPECT_NE(v.message.find("3 of b's elements"), std::string::npos) << v.message;
+  EXPECT_EQ(v.message.find("of a's elements"), std::string::npos) << v.message;
+}
+
 TEST(Decision, NondeterminismWidensOnlyByTheOutputsOwnSpread) {
   const Tolerance tol{1e-5, 1e-5};
   EXPECT_DOUBLE_EQ(widened_for_spread(tol, 1e-3).atol, 2e-3);
