@@ -44,28 +44,21 @@ using mpscheck::transformers::VitConfig;
 // vit_b16 trains at 112x112 (50 tokens): at 224 one step is ~100 GFLOP, minutes per case on a CPU.
 // quick: the same architecture at a few blocks and a 32x32 image. Inference at batch 1 like the
 // seed report; training repeats one small batch.
+constexpr VitConfig kVitB16 = {
+    .image = 224, .patch = 16, .layers = 12, .width = 768, .heads = 12, .mlp = 3072, .classes = 1000, .dropout = 0.0};
+// The same network on smaller images (training), every other field kept.
+constexpr VitConfig at_image(VitConfig c, int64_t image) {
+  c.image = image;
+  return c;
+}
+static_assert(at_image(kVitB16, 112).image == 112 && at_image(kVitB16, 112).width == 768 &&
+              at_image(kVitB16, 112).layers == 12 && at_image(kVitB16, 112).mlp == 3072);
 constexpr VitConfig kVitTiny = {
     .image = 224, .patch = 16, .layers = 12, .width = 192, .heads = 3, .mlp = 768, .classes = 1000, .dropout = 0.0};
 const mpscheck::models::Sizes<VitConfig> kVitModels[] = {
     {.name = "vit_b16",
-     .infer = {.config = {.image = 224,
-                          .patch = 16,
-                          .layers = 12,
-                          .width = 768,
-                          .heads = 12,
-                          .mlp = 3072,
-                          .classes = 1000,
-                          .dropout = 0.0},
-               .batch = 1},
-     .train = {.config = {.image = 112,
-                          .patch = 16,
-                          .layers = 12,
-                          .width = 768,
-                          .heads = 12,
-                          .mlp = 3072,
-                          .classes = 1000,
-                          .dropout = 0.0},
-               .batch = 2},
+     .infer = {.config = kVitB16, .batch = 1},
+     .train = {.config = at_image(kVitB16, 112), .batch = 2},
      .quick = {.config = {.image = 32,
                           .patch = 8,
                           .layers = 2,
