@@ -109,6 +109,9 @@ struct CaseResult {
   // A faster/slower claim is re-timed with fresh instances on both sides and stands only if the
   // second round agrees; this says what the rounds found when they did not.
   std::string speed_note;
+  // The timing rule found the machine busy with other work while the case was timed: its times
+  // carry no claim, and no comparison between cases (explore's speed search) may rest on them.
+  bool host_busy = false;
   // --reference-cache: the CPU reference came from the cache; its time too (--reuse-reference-times).
   bool reference_cached = false;
   bool reference_time_reused = false;

@@ -44,6 +44,7 @@ po::options_description visible_options() {
       ("target", po::value<std::string>()->default_value("auto"),
        "mps | cuda | cpu, optionally :float16 or :bfloat16 (auto: first accelerator, else cpu:bfloat16)")
       ("quick", "small shapes and few training steps, for CI and tests")
+      ("huge", "also the cases tagged huge (past 2^31 elements; each skipped where it does not fit in memory)")
       ("seed", po::value<std::uint64_t>()->default_value(0), "seed for inputs and initial weights")
       ("threads", po::value<int>()->default_value(0), "CPU intra-op threads (0: LibTorch's default)")
       ("jobs,j", po::value<int>()->default_value(0),
@@ -180,6 +181,7 @@ void read_run_options(const po::variables_map& vm, Config& c) {
   }
   c.quick = vm.count("quick") > 0;
   c.selection.skip_large = c.quick;
+  c.selection.huge = vm.count("huge") > 0;
   c.seed = vm["seed"].as<std::uint64_t>();
   c.threads = vm["threads"].as<int>();
   if (c.threads < 0) throw UsageError("--threads must be 0 (LibTorch's default) or a positive count");

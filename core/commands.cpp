@@ -266,14 +266,15 @@ int print_reproducer(const Config& cfg, const Registry& registry) {
 
 namespace {
 
-RunCase explore_runner(Runner& runner, const Config& cfg, std::optional<std::string>& stopped) {
-  // Each variant as a verdict-only case on the one worker, with the op timeout, or what is left of
-  // the budget when that is shorter: a variant still running then is stopped, and is no verdict.
-  return [&runner, &cfg, &stopped](const std::string& id, double limit_s) {
+RunCase explore_runner(Runner& runner, const Config& cfg, std::optional<std::string>& stopped, bool timed) {
+  // Each variant as a case on the one worker (verdict only, or timed too for the speed search),
+  // with the op timeout, or what is left of the budget when that is shorter: a variant still
+  // running then is stopped, and is no verdict.
+  return [&runner, &cfg, &stopped, timed](const std::string& id, double limit_s) {
     CaseResult r;
     const bool budget_first = limit_s > 0 && limit_s < cfg.timeout_for_op();
     try {
-      r = runner.run(id, budget_first ? limit_s : cfg.timeout_for_op(), /*time=*/false);
+      r = runner.run(id, budget_first ? limit_s : cfg.timeout_for_op(), timed);
       if (budget_first && r.status == Status::Timeout) {
         r.status = Status::Skip;
         r.phase = kBudgetPhase;
@@ -324,7 +325,15 @@ Written write_explore_reports(const Config& cfg, const ResolvedTarget& target, c
 
 }  // namespace
 
-int explore_command(const Config& cfg, const Registry& registry) {
+int explore_command(const Config& given, const Registry& registry) {
+  // The speed search times many sizes per case: each side for 0.02 s (the --quick figure) unless
+  // --min-time says otherwise, which keeps a timed variant near a tenth of a second. It compares
+  // sizes, not parallelism: each side on one CPU thread unless --threads says otherwise, so a CPU
+  // kernel going parallel past its grain size, or another job on the machine taking a core from a
+  // thread team, is not a cliff.
+  Config cfg = given;
+  if (cfg.min_time_s < 0) cfg.min_time_s = 0.02;
+  if (cfg.threads == 0) cfg.threads = 1;
   // A filter that is a case id explore printed (`BASE@a=1x10000,...`, anchored or not) replays it.
   Config regexes = cfg;
   regexes.selection.filters.clear();
@@ -389,7 +398,8 @@ int explore_command(const Config& cfg, const Registry& registry) {
     return kExitCannotRun;
   }
   std::optional<std::string> stopped;
-  const RunCase run = explore_runner(runner, cfg, stopped);
+  const RunCase run = explore_runner(runner, cfg, stopped, false);
+  if (cfg.min_time() > 0) options.timed = explore_runner(runner, cfg, stopped, true);
   const ExploreOutcome outcome =
       explore_cases(selected, replay, run, options, std::cout, [&] { return g_interrupted || stopped.has_value(); });
   nlohmann::json j = explore_to_json(outcome, options);

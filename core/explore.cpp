@@ -153,6 +153,8 @@ class CaseExplorer {
   ExploreFinding shrink_and_bisect(size_t g, std::int64_t failing, const std::map<std::int64_t, bool>& passed);
   // Every size but group `keep`'s as small as the failure at `sizes` allows (1, 2 or half), largest first.
   std::vector<std::int64_t> shrink(std::vector<std::int64_t> sizes, std::optional<size_t> keep);
+  // Once every size passed: each dimension's growing sizes timed on both sides for a cliff.
+  std::optional<ExploreFinding> explore_speed(const std::vector<std::map<std::int64_t, bool>>& passed);
   // Each input in other layouts and at storage offsets, at the declared sizes (explore_layouts.cpp).
   std::optional<ExploreFinding> explore_layouts(bool* budget_spent);
   ExploreFinding minimise_layout(size_t input, const CaseResult& first);
@@ -168,6 +170,7 @@ class CaseExplorer {
   const std::function<bool()>& stop_;
   std::map<std::string, CaseResult> seen_;
   int variants_ = 0;
+  std::string speed_note_;  // why the speed search stopped short
 };
 
 std::optional<ExploreFinding> CaseExplorer::explore(ExploredCase& record) {
@@ -235,7 +238,69 @@ std::optional<ExploreFinding> CaseExplorer::explore(ExploredCase& record) {
       }
     }
   }
-  done({});
+  std::optional<ExploreFinding> cliff = explore_speed(passed);
+  done(speed_note_);
+  return cliff;
+}
+
+std::optional<ExploreFinding> CaseExplorer::explore_speed(const std::vector<std::map<std::int64_t, bool>>& passed) {
+  if (!options_.timed) return std::nullopt;
+  for (size_t g = 0; g < groups_.size(); ++g) {
+    // The declared size, then the powers of two above it that passed: each at most twice the one before.
+    std::vector<std::int64_t> sizes = {declared_[g]};
+    for (const auto& [size, ok] : passed[g])
+      if (ok && size > declared_[g] && is_power_of_two(size) && size <= 2 * sizes.back()) sizes.push_back(size);
+    if (sizes.size() < 2) continue;
+    std::map<std::int64_t, CaseResult> timed;  // the last timed run at each size
+    const RatioAt ratio_at = [&](std::int64_t size) -> std::optional<double> {
+      if (out_of_budget()) {
+        speed_note_ = "budget spent in the speed search";
+        return std::nullopt;
+      }
+      const double left =
+          std::min(options_.case_budget_s - seconds_since(start_), options_.run_budget_s - seconds_since(run_start_));
+      // A time from a busy machine is no measurement: tried again, and the search ends if it stays busy.
+      CaseResult r;
+      for (int attempt = 0;; ++attempt) {
+        r = options_.timed(id_at(with(declared_, g, size)), std::max(left, 0.001));
+        ++variants_;
+        if (!r.host_busy) break;
+        if (attempt == 2) {
+          speed_note_ = "no speed search: the machine was busy with other work while sizes were timed";
+          return std::nullopt;
+        }
+      }
+      if (r.phase == kBudgetPhase) speed_note_ = "budget spent in the speed search";
+      if (r.status != Status::Pass || !r.target_time || !r.reference_time || !(r.reference_time->median_s > 0))
+        return std::nullopt;
+      const double ratio = r.target_time->median_s / r.reference_time->median_s;
+      timed[size] = std::move(r);
+      return ratio;
+    };
+    const std::optional<Cliff> c = find_cliff(sizes, ratio_at, options_.cliff_factor);
+    if (!c) {
+      if (!speed_note_.empty()) return std::nullopt;
+      continue;
+    }
+    ExploreFinding f;
+    f.base = base_;
+    f.id = id_at(with(declared_, g, c->first_slow));
+    f.result = timed[c->first_slow];
+    f.status = f.result.status;  // a pass: the results are right, only the time is not
+    f.result.speed_class = SpeedClass::Slower;
+    f.dimension = groups_[g].name;
+    f.first_failing = c->first_slow;
+    f.last_passing = c->last_fast;
+    f.pattern = "cliff";
+    f.summary = fmt::format(
+        "{} from {} = {}: the target takes {:.1f}x the CPU's time there, {:.1f}x at {} (a cliff: more than {:g}x "
+        "between neighbouring sizes){}",
+        c->bisected ? "slower" : "slower somewhere", f.dimension, c->first_slow, c->slow_ratio, c->fast_ratio,
+        c->last_fast, options_.cliff_factor, c->bisected ? "" : "; the budget ran out before the exact size");
+    f.message = f.result.message;
+    f.result.speed_note = f.summary;
+    return f;
+  }
   return std::nullopt;
 }
 

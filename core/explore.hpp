@@ -6,10 +6,12 @@
 // worker and the same verdict rules. A failing variant is shrunk (every other size made as small
 // as it still fails) and the failing size bisected against the largest passing one, so the finding
 // says exactly where it starts ("wrong from a[1]=b[0] = 10000; 9999 passes") under a case id that
-// `--filter` accepts in a later explore run.
+// `--filter` accepts in a later explore run. A case whose sizes all pass is then timed at its
+// growing sizes on both sides for a speed cliff (explore_speed.hpp).
 #pragma once
 
 #include "core/case_variant.hpp"
+#include "core/explore_speed.hpp"
 #include "checks/result.hpp"
 
 #include <nlohmann/json.hpp>
@@ -22,11 +24,23 @@
 
 namespace mpscheck {
 
+// Runs one case id (a declared case or a variant) to its verdict: the worker path of a run. With
+// `limit_s` > 0 the variant may take that long at most (what is left of the case's budget, or the
+// run's): one that overruns it is stopped and given back as a skip in phase kBudgetPhase, never a
+// timeout of the target's.
+using RunCase = std::function<CaseResult(const std::string& id, double limit_s)>;
+inline constexpr const char* kBudgetPhase = "budget";
+
 struct ExploreOptions {
   double case_budget_s = 60;                          // per declared case
   double run_budget_s = 600;                          // for the whole run
   std::uint64_t seed = 0;                             // the seeded sizes (and, through the workers, the inputs)
   std::int64_t max_elements = std::int64_t{1} << 22;  // per input: a variant past it is not made
+  // The same runner with both sides timed, for the speed search (core/explore_speed.hpp): once a
+  // case's sizes all pass, the growing sizes of each dimension are timed for a cliff. Empty: no
+  // speed search (--min-time 0).
+  RunCase timed;
+  double cliff_factor = kCliffFactor;
 };
 
 struct ExploreFinding {
@@ -36,7 +50,9 @@ struct ExploreFinding {
   std::string message;  // the verdict's message for `id`
   // The size that decides it, named by where it occurs ("a[1]=b[0]"), and the threshold: the first
   // failing size and its passing neighbour (below it for "from", above for "up-to"). "at": only
-  // that size fails, both neighbours pass; "powers-of-two": so, and twice it fails too. Empty for
+  // that size fails, both neighbours pass; "powers-of-two": so, and twice it fails too; "cliff": the
+  // results are right (status pass) but the target's time over the CPU's jumps past first_failing
+  // (explore_speed.hpp), last_passing the size below it. Empty for
   // a replayed id or a declared case that fails as declared.
   std::string dimension;
   std::int64_t first_failing = 0, last_passing = 0;
@@ -62,13 +78,6 @@ struct ExploreOutcome {
   int variants = 0;
   bool run_budget_spent = false;
 };
-
-// Runs one case id (a declared case or a variant) to its verdict: the worker path of a run. With
-// `limit_s` > 0 the variant may take that long at most (what is left of the case's budget, or the
-// run's): one that overruns it is stopped and given back as a skip in phase kBudgetPhase, never a
-// timeout of the target's.
-using RunCase = std::function<CaseResult(const std::string& id, double limit_s)>;
-inline constexpr const char* kBudgetPhase = "budget";
 
 // Explores `cases`, then replays `replay` (variant ids given to --filter: each is run as it is and
 // reported under its own id). Progress lines go to `log`. Stops early when `stop` returns true.

@@ -58,10 +58,9 @@ std::vector<RegisteredWorkload> Registry::select(const Selection& selection) con
   for (const auto& [id, w] : by_id_) {
     const bool is_op = w.workload->kind() == Kind::Op;
     if (!any_kind && !((is_op && selection.ops) || (!is_op && selection.models))) continue;
-    if (selection.skip_large) {
-      const auto tags = w.workload->tags();
-      if (std::find(tags.begin(), tags.end(), "large") != tags.end()) continue;
-    }
+    const auto tags = w.workload->tags();
+    const auto tagged = [&](const char* tag) { return std::find(tags.begin(), tags.end(), tag) != tags.end(); };
+    if (tagged("huge") ? !selection.huge : selection.skip_large && tagged("large")) continue;
     if (filter.matches(id)) out.push_back(w);
   }
   return out;

@@ -22,6 +22,7 @@ struct Selection {
   bool models = false;
   std::vector<std::string> filters;
   bool skip_large = false;  // --quick: leave out cases tagged "large"
+  bool huge = false;        // --huge: cases tagged "huge" too (no other selection takes them)
 };
 
 // Compiles filters; throws std::invalid_argument naming the bad pattern.

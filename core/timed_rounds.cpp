@@ -313,6 +313,7 @@ bool settle_speed(const SpeedRound& first, bool first_reused, const Workload& w,
       decided = round;
       if (round.host_busy()) {
         note = busy_host_note(round);
+        r.host_busy = true;
       } else if (round.speed_class != claim) {
         note = fmt::format(
             "a first round{} measured {:.3g}x ({}), a confirmation round on fresh instances "
@@ -332,6 +333,7 @@ bool settle_speed(const SpeedRound& first, bool first_reused, const Workload& w,
                        : note;
   } else if (first.host_busy()) {
     note = busy_host_note(first);  // no claim to withdraw, but its reference time is not kept
+    r.host_busy = true;
     r.speed_note = note;
   }
   r.reference_time = decided.reference;

@@ -3,6 +3,7 @@
 #include "checks/errors.hpp"
 #include "core/case_catalog.hpp"
 #include "core/case_variant.hpp"
+#include "core/memory_cap.hpp"
 #include "core/execute.hpp"
 #include "core/probe.hpp"
 #include "core/reference_cache.hpp"
@@ -125,6 +126,24 @@ const RegisteredWorkload* find_case(CaseResolver& resolver, const std::string& i
   }
 }
 
+// A huge case the target or this machine cannot hold (core/memory_cap.hpp): `result` its skip.
+bool memory_cap_skip(const RegisteredWorkload& found, const TargetSpec& target, CaseResult& result) {
+  std::optional<std::string> why;
+  try {
+    why = memory_cap(*found.workload, target);
+  } catch (const std::invalid_argument& e) {
+    identify(result, found, target);
+    result.status = Status::Error;
+    result.message = e.what();
+    return true;
+  }
+  if (!why) return false;
+  identify(result, found, target);
+  result.status = Status::Skip;
+  result.message = *why;
+  return true;
+}
+
 }  // namespace
 
 int worker_main() {
@@ -159,7 +178,10 @@ int worker_main() {
     CaseResult result;
     if (id == kProbeCaseId) {
       result = run_probe(w.options.target);
-    } else if (const RegisteredWorkload* found = find_case(resolver, id, result)) {
+    } else if (const RegisteredWorkload* found = find_case(resolver, id, result);
+               found && memory_cap_skip(*found, w.options.target, result)) {
+      // a huge case that does not fit: its skip says why
+    } else if (found) {
       ExecuteOptions options = w.options;
       options.min_time_s = request.time ? w.config.min_time : 0;
       // Written before the phase's work: if the worker dies in it, the host knows whose run it was.

@@ -217,7 +217,7 @@ std::string speed_text(const CaseResult& c) {
   // The timing rule's speed_note is set only where a first round suggested a claim (checks/timing,
   // core/timed_rounds): then a busy machine or a confirmation round withdrew it. With no note, the
   // first round's ranges overlapped.
-  if (c.speed_note.find("busy") != std::string::npos) return "similar (machine busy: not a claim)";
+  if (c.host_busy) return "similar (machine busy: not a claim)";
   if (!c.speed_note.empty()) return "similar (not confirmed on fresh instances: not a claim)";
   return "similar (noisy: not a claim)";
 }

@@ -60,7 +60,7 @@ CORE_TIERS = [
     # The host's vocabulary and its files: the platform, targets, plugins and the case registry,
     # configuration and the command line, the environment, the journal, expectations, references.
     ("base", ["platform.*", "target.*", "host_text.*", "elf_deps.*", "plugin_host.*", "registry.*", "user_regex.*",
-              "device_tier.*", "device_memory.*", "environment.*", "journal.*", "run_plan.*", "input_spec.*",
+              "device_tier.*", "device_memory.*", "memory_cap.*", "environment.*", "journal.*", "run_plan.*", "input_spec.*",
               "reference_cache.*", "case_variant*", "config.*", "cli.*", "workflow*", "layer_repro.*",
               "worker_protocol.*"]),
     # Cases from outside a plugin's catalog: TorchScript and .pt2 models, and the catalog that loads

@@ -263,6 +263,13 @@ class [[nodiscard]] Case {
   // A case far larger than the rest (past 2^24 elements or 2^16 channels): tagged "large", which
   // only --all selects, with its inputs as declared in one variant named "large".
   Case large() const { return tag("large").variants({Variant::large()}); }
+  // A case past 2^31 elements, needing about `device_bytes` on the target at its peak: tagged
+  // "huge", which only --huge selects, and "device-bytes:N", which the host weighs against the
+  // target's memory and this machine's before it runs (a case that does not fit is a skip).
+  Case huge(int64_t device_bytes) const {
+    return tag("huge").tag("device-bytes:" + std::to_string(device_bytes)).variants({{"huge", [](std::vector<Arg>&) {
+                                                                                      }}});
+  }
   Case args(std::vector<Arg> args) const {
     return with([&](Case& c) { c.def_.args = std::move(args); });
   }

@@ -5,6 +5,7 @@
 #include "sim.hpp"
 
 #include <ATen/native/CPUFallback.h>
+#include <c10/core/WrapDimMinimal.h>
 #include <c10/util/Exception.h>
 
 #include <algorithm>
@@ -56,6 +57,11 @@ const std::set<std::string>& known_classes() {
       "size-2^n",     // softplus: the last element of each row wrong when rows are a power of two >= 2048 long
       // Layout class: no fixed case's layout reaches it; `mpscheck explore`'s layout variants must.
       "offset",  // avg_pool2d: a channels_last input at an odd storage offset read one element early
+      // Huge class: only the opt-in huge cases (--huge, past 2^31 elements) reach it.
+      "int32-offset",  // index_select: rows starting past element 2^31 read from offset mod 2^31 (pytorch#188756's
+                       // class)
+      // Speed class: right results, but no fixed case's size reaches the slow path; explore's speed search must.
+      "cliff",  // cumsum of a float tensor 8x slower once the scanned dimension is longer than 4096
   };
   return classes;
 }
@@ -407,6 +413,43 @@ std::optional<bool> run_shape_classes(const c10::OperatorHandle& op, Stack* s) {
     const int64_t n = x.dim() == 0 ? 1 : x.size(-1);
     if (n < kPlantedRow || (n & (n - 1)) != 0) return false;
     run_then_edit(op, s, [n](at::Tensor& host) { host.narrow(-1, n - 1, 1).copy_(host.narrow(-1, n - 2, 1)); });
+    return true;
+  }
+  if (planted("int32-offset") && is(op, "aten::index_select")) {
+    // A gather whose row offsets are 32-bit: a row that starts past element 2^31 is read from its
+    // offset wrapped to 32 bits. The catalog's largest index_select input has 2^24 + 4096 elements.
+    constexpr int64_t kWrap = int64_t{1} << 31;
+    const at::Tensor x = arg(op, *s, 0).toTensor();
+    if (x.numel() <= kWrap || x.dim() != 2 || !arg(op, *s, 1).isInt() || arg(op, *s, 1).toInt() != 0 ||
+        !x.is_contiguous())
+      return false;
+    const at::Tensor rows = to_host(arg(op, *s, 2).toTensor()).to(at::kLong).contiguous();
+    at::Tensor wrapped;
+    {
+      Access open({x});
+      const at::Tensor flat = at::from_blob(x.data_ptr(), {x.numel()}, x.options().device(at::kCPU));
+      const int64_t cols = x.size(1);
+      std::vector<at::Tensor> picked;
+      for (int64_t i = 0; i < rows.numel(); ++i) {
+        const int64_t start = rows.data_ptr<int64_t>()[i] * cols;
+        picked.push_back(flat.narrow(0, start >= kWrap ? start % kWrap : start, cols).clone());
+      }
+      wrapped = at::stack(picked);
+    }
+    run_then_edit(op, s, [&](at::Tensor& out) { out.copy_(wrapped); });
+    return true;
+  }
+  if (planted("cliff") && is(op, "aten::cumsum")) {
+    // A scan that fits one threadgroup's memory up to 4096 elements and falls back to a slow
+    // multi-pass path beyond it: the same result, eight times the time. The catalog's cumsum cases
+    // scan 32, 256 or (int64 only) 2^25 elements.
+    constexpr int64_t kPlantedLength = 4096;
+    const at::Tensor x = arg(op, *s, 0).toTensor();
+    if (!c10::isFloatingType(x.scalar_type()) || x.dim() == 0 || !arg(op, *s, 1).isInt()) return false;
+    if (x.size(c10::maybe_wrap_dim(arg(op, *s, 1).toInt(), x.dim())) <= kPlantedLength) return false;
+    const auto start = std::chrono::steady_clock::now();
+    at::native::cpu_fallback(op, s);
+    std::this_thread::sleep_for(7 * (std::chrono::steady_clock::now() - start));
     return true;
   }
   if (planted("offset") && is(op, "aten::avg_pool2d")) {

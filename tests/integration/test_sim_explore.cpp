@@ -1,11 +1,11 @@
 // `mpscheck explore` against the sim device's shape and layout classes (plugins/sim/sim_bugs.cpp):
 // k-threshold (mm wrong from an inner dimension K >= 10000), size-2^n (softplus wrong on rows a power
 // of two >= 2048 long) and offset (avg_pool2d wrong for a channels_last input at an odd storage
-// offset), which no fixed case's shape or layout reaches. Findings must also reach the regular
-// reports (report.json, JUnit) under their variant ids. Each run has a stated budget, and the test
-// asserts the exact threshold and minimal case id it reports, that the id replays as a finding, and
-// that with no plant the same subsets give no finding at all.
-#include "sim_common.hpp"
+// offset), which no fixed case's shape or layout reaches (the speed class, cliff:
+// test_sim_explore_speed.cpp). Findings must also reach the regular reports (report.json, JUnit) under their variant
+// ids. Each run has a stated budget, and the test asserts the exact threshold and minimal case id it reports, that the
+// id replays as a finding, and that with no plant the same subsets give no finding at all.
+#include "explore_common.hpp"
 
 #include <gtest/gtest.h>
 
@@ -18,59 +18,11 @@ using namespace mpscheck::testing;
 
 namespace {
 
-// Per class: what explore may spend on its subset, in seconds (the run's budget; every case's too).
-constexpr const char* kBudget = "60";
-
-struct Explored {
-  CommandResult r;
-  nlohmann::json report;
-  double seconds = 0;
-};
-
-Explored explore_on_sim(const std::vector<std::string>& filters, const std::string& bugs, const std::string& dir,
-                        const std::vector<std::string>& extra = {}) {
-  std::vector<std::string> args = {"explore",        "--target",         "sim",   "--plugin-dir",
-                                   sim_plugin_dir(), "--explore-budget", kBudget, "--explore-run-budget",
-                                   kBudget};
-  args.insert(args.end(), extra.begin(), extra.end());
-  for (const auto& f : filters) args.insert(args.end(), {"--filter", f});
-  const auto start = std::chrono::steady_clock::now();
-  Explored e;
-  e.r = run_mpscheck(args, dir,
-                     bugs.empty() ? std::vector<std::string>{} : std::vector<std::string>{"MPSCHECK_SIM_BUGS=" + bugs});
-  e.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  e.report = read_json_file(dir + "/mpscheck-report/explore.json");
-  std::cout << "explore " << (bugs.empty() ? "(no plant)" : bugs) << ": " << e.seconds << " s\n" << e.r.out;
-  return e;
-}
-
 // The subsets: every float32 layout variant of the forward case.
 const char* kMatmul = "^op/linalg/mm/f32/.*/forward$";
 const char* kSoftplus = "^op/activation/softplus/f32/.*/forward$";
 // The offset class's op, as declared (contiguous input): only a layout variant reaches the plant.
 const char* kPool = "^op/pool/avg_pool2d/f32/contiguous/forward$";
-
-// The cases of the regular JSON report by id.
-std::map<std::string, nlohmann::json> report_cases(const std::string& dir) {
-  std::map<std::string, nlohmann::json> out;
-  const nlohmann::json report = read_json_file(dir + "/mpscheck-report/report.json");
-  for (const auto& c : report.at("cases")) out[c.at("id").get<std::string>()] = c;
-  return out;
-}
-
-// The <testcase> element of a JUnit file whose name is `name`, or "" when there is none.
-std::string junit_case(const std::string& xml, const std::string& name) {
-  const size_t at = xml.find("<testcase name=\"" + name + "\"");
-  if (at == std::string::npos) return "";
-  return xml.substr(at, xml.find("</testcase>", at) - at);
-}
-
-// The findings of a report by their declared case.
-std::map<std::string, nlohmann::json> by_base(const nlohmann::json& report) {
-  std::map<std::string, nlohmann::json> out;
-  for (const auto& f : report.at("findings")) out[f.at("base").get<std::string>()] = f;
-  return out;
-}
 
 }  // namespace
 
@@ -154,7 +106,9 @@ TEST(SimExplore, PowerOfTwoRowsAreFoundAtThePlantedSize) {
 
 TEST(SimExplore, WithNoPlantTheSameSubsetsHaveNoFinding) {
   const std::string dir = fresh_dir("sim-explore-control");
-  const Explored e = explore_on_sim({kMatmul, kSoftplus, kPool}, "", dir, {"--junit", dir + "/explore.xml"});
+  // Sizes and layouts only (--min-time 0: no speed search, which has its own control below).
+  const Explored e =
+      explore_on_sim({kMatmul, kSoftplus, kPool}, "", dir, {"--junit", dir + "/explore.xml", "--min-time", "0"});
   EXPECT_EQ(e.r.exit_code, 0) << e.r.err << e.r.out;
   EXPECT_TRUE(e.report.at("findings").empty()) << e.report.dump(2);
   // In the regular reports: the six declared cases, each a pass, and no failure.

@@ -294,3 +294,70 @@ TEST(Explore, LayoutWordsNeverCallAShiftedSliceAnAbsoluteOffset) {
   EXPECT_EQ(layout_words(InputLayout::Declared, 3, "sliced"), "sliced, shifted 3 elements further along its storage");
   EXPECT_EQ(layout_words(InputLayout::Declared, 0, "sliced"), "sliced");
 }
+
+// The speed search (core/explore_speed.hpp) at the end of a case whose sizes all pass.
+namespace {
+
+std::int64_t row_length(const std::string& id, std::int64_t declared) {
+  const std::optional<VariantId> v = parse_variant_id(id);
+  return v && !v->inputs.empty() ? v->inputs[0].input.shape[1] : declared;
+}
+
+}  // namespace
+
+TEST(Explore, ACliffIsAFindingWhoseResultsStayAPass) {
+  const ShapedCase cumsum("op/reduction/cumsum/f32/contiguous/forward", {{"x", {32, 256}}});
+  const RunCase run = [](const std::string& id, double) {
+    CaseResult r;
+    r.id = id;
+    r.status = Status::Pass;
+    return r;
+  };
+  ExploreOptions options;
+  options.timed = [](const std::string& id, double) {
+    CaseResult r;
+    r.id = id;
+    r.status = Status::Pass;
+    const double n = static_cast<double>(row_length(id, 256));
+    r.reference_time = TimingStats{1e-6 * n, 1e-6 * n, 1e-6 * n, 5};
+    r.target_time = TimingStats{(n > 4096 ? 8e-6 : 1.2e-6) * n, 0, 0, 5};
+    r.message = "all outputs within tolerance";
+    return r;
+  };
+  std::ostringstream log;
+  const ExploreOutcome out = explore_cases({{&cumsum, no_plugin()}}, {}, run, options, log);
+  ASSERT_EQ(out.findings.size(), 1u) << log.str();
+  const ExploreFinding& f = out.findings[0];
+  EXPECT_EQ(f.pattern, "cliff");
+  EXPECT_EQ(f.dimension, "x[1]");
+  EXPECT_EQ(f.first_failing, 4097);
+  EXPECT_EQ(f.last_passing, 4096);
+  EXPECT_EQ(f.id, "op/reduction/cumsum/f32/contiguous/forward@x=32x4097");
+  EXPECT_EQ(f.status, Status::Pass);
+  EXPECT_NE(f.summary.find("8.0x the CPU's time there, 1.2x at 4096"), std::string::npos) << f.summary;
+  const std::vector<CaseResult> results = explore_case_results(out);
+  ASSERT_EQ(results.size(), 1u);
+  EXPECT_EQ(results[0].id, f.id);
+  EXPECT_EQ(results[0].status, Status::Pass);
+  EXPECT_EQ(results[0].speed_class, SpeedClass::Slower);
+  EXPECT_NE(results[0].message.find("slower from x[1] = 4097"), std::string::npos) << results[0].message;
+
+  // A machine busy with other work: every size is tried three times, then the search ends and says so.
+  const RunCase timed = options.timed;
+  int busy_runs = 0;
+  options.timed = [&](const std::string& id, double limit) {
+    CaseResult r = timed(id, limit);
+    r.host_busy = true;
+    ++busy_runs;
+    return r;
+  };
+  const ExploreOutcome busy = explore_cases({{&cumsum, no_plugin()}}, {}, run, options, log);
+  EXPECT_TRUE(busy.findings.empty());
+  EXPECT_EQ(busy_runs, 3);
+  ASSERT_EQ(busy.cases.size(), 1u);
+  EXPECT_EQ(busy.cases[0].note, "no speed search: the machine was busy with other work while sizes were timed");
+
+  // No timed runner (--min-time 0): no speed search, no finding.
+  options.timed = {};
+  EXPECT_TRUE(explore_cases({{&cumsum, no_plugin()}}, {}, run, options, log).findings.empty());
+}

@@ -14,6 +14,20 @@ namespace {
 
 using A = const Tensors&;
 
+// The huge cases' input: a small seed repeated into 2^16 + 2 rows of 2^15 elements (2^31 + 2^16),
+// made on the device that runs the case.
+constexpr int64_t kHugeRows = (int64_t{1} << 16) + 2, kHugeCols = int64_t{1} << 15;
+constexpr int64_t kHugeRowsBytes = kHugeRows * kHugeCols + 4096;  // int8, and the repeat's tail
+at::Tensor huge_rows(const at::Tensor& seed) {
+  const int64_t n = kHugeRows * kHugeCols;
+  return seed.repeat({n / seed.numel() + 1}).narrow(0, 0, n).view({kHugeRows, kHugeCols});
+}
+std::string huge_rows_py() {
+  const int64_t n = kHugeRows * kHugeCols;
+  return "x.repeat(" + std::to_string(n / 251 + 1) + ")[:" + std::to_string(n) + "].view(" + std::to_string(kHugeRows) +
+         ", " + std::to_string(kHugeCols) + ")";
+}
+
 // A tie-free permutation of 0..n-1 along `dim` from an integer key (stable sort breaks ties).
 at::Tensor permutation(const at::Tensor& key, int64_t dim = -1) {
   return std::get<1>(at::sort(key, c10::optional<bool>(true), dim, false));
@@ -322,6 +336,19 @@ MPSCHECK_CATALOG(indexing_cases) {
               [](A a) { return at::scatter_add(a[0], 0, a[2], a[1]); },
               "torch.scatter_add(x, 0, index, src)")
       .no_grad().large().add(dtypes::f32);
+
+  // ----- huge: past 2^31 elements, where 32-bit offset math wraps (only --huge selects them) -----
+  // x is a 251-element seed (a prime: no row repeats another), repeated on the device into
+  // 2^16 + 2 rows of 2^15 int8 values, 2 GiB; the rows selected lie on both sides of element 2^31
+  // (row 2^16 starts there), where a kernel with 32-bit offsets reads rows from the start again.
+  indexing.op("index_select_huge", {Arg::randn("x", {251})},
+              [](A a) {
+                const at::Tensor rows = at::tensor(std::vector<int64_t>{0, 1, 12345, 65535, 65536, 65537}, at::kLong);
+                return at::index_select(huge_rows(a[0]), 0, rows.to(a[0].device()));
+              },
+              "torch.index_select(" + huge_rows_py() + ", 0, torch.tensor([0, 1, 12345, 65535, 65536, 65537], "
+              "device=x.device))")
+      .no_grad().huge(kHugeRowsBytes).add({c10::kChar});
 }
 // clang-format on
 
