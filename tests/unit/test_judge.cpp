@@ -43,6 +43,11 @@ class FakeHost final : public CaseHost {
   std::vector<std::string> target_warnings() override { return {}; }
   const std::map<std::string, double>* kept_spreads() override { return kept ? &*kept : nullptr; }
   void keep_spreads(const std::map<std::string, double>& spreads) override { kept = spreads; }
+  std::string current_phase() override { return phases.empty() ? std::string() : phases.back(); }
+  std::unique_ptr<Instance> instantiate(const Placement&) override { throw std::runtime_error("nothing timed here"); }
+  void synchronize(const c10::Device&) override {}
+  const TimingStats* kept_reference_time(double) override { return nullptr; }
+  void keep_reference_time(const TimingStats&, double) override {}
   std::optional<Outputs> again;  // what a second reference instance gives; none: it throws
   std::optional<std::map<std::string, double>> kept;
   int gold_calls = 0, runs = 0;
