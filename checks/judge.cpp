@@ -116,7 +116,7 @@ void attribute(const Workload& w, CaseHost& host, const Outputs& ref_out,
     if (o.rule == Rule::Exact && rd != rounded.end() && t != target_by_name.end() &&
         compare_tensors(o.name, rd->second, t->second, Tolerance{0, 0}).ok) {
       f.attribution.target_ok = true;  // no figures: nothing to take an RMSE of
-      o.note = "equal to the float32 result from inputs rounded to " + dtype_name(dtype);
+      o.note = "equal to the float32 result from inputs rounded to " + r.dtype;
     } else if (by_value && g != gold.end() && t != target_by_name.end()) {
       auto wd = witness.find(o.name);
       f.attribution = attribute_with_gold(g->second, ref_by_name[o.name], t->second, dtype, tols.at(o.name),
@@ -126,9 +126,10 @@ void attribute(const Workload& w, CaseHost& host, const Outputs& ref_out,
     failing.push_back(f);
   }
   // A witnessed training case's gradients and updates are judged as a family (checks/verdict.hpp).
-  const std::string family = w.kind() == Kind::Model ? judge_training_family(failing, gold, ref_by_name, rounded,
-                                                                             witness, target_by_name, tols, dtype)
-                                                     : std::string();
+  const std::string family =
+      w.kind() == Kind::Model
+          ? judge_training_family(failing, gold, ref_by_name, rounded, witness, target_by_name, tols, dtype, r.dtype)
+          : std::string();
   decide_attribution(failing, v, r.attribution);
   if (v.status != Status::Pass) v.message += family;
 }
@@ -329,7 +330,7 @@ void judge_case(const Workload& w, CaseHost& host, const Outputs& ref_out, const
           rep.note = fmt::format(
               "the target is {:.2g}% too {} on average against the float32 reference "
               "(standard error {:.2g}%), more than rounding in {} should give",
-              100 * std::abs(b.mean), b.mean > 0 ? "large" : "small", 100 * b.se, dtype_name(dtype));
+              100 * std::abs(b.mean), b.mean > 0 ? "large" : "small", 100 * b.se, r.dtype);
         }
       }
     }

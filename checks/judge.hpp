@@ -46,8 +46,9 @@ void judge_sides(const Workload& w, CaseHost& host, const Outputs& ref_out, cons
 
 // Fills r.outputs, r.status, r.message, r.attribution and the layer fields from the reference's
 // and the target's outputs. `spreads`: outputs the reference gave differently in two fresh runs,
-// by their largest difference; each is judged with its tolerance widened to that spread. May
-// throw: the host turns that into an `error` of the phase it was in.
+// by their largest difference; each is judged with its tolerance widened to that spread. A note
+// that names the dtype quotes r.dtype, its name in the result (check_case sets it). May throw:
+// the host turns that into an `error` of the phase it was in.
 void judge_case(const Workload& w, CaseHost& host, const Outputs& ref_out, const Outputs& tgt_out, c10::Device device,
                 c10::ScalarType dtype, const Tolerance& tol, const std::map<std::string, double>& spreads,
                 CaseResult& r);
