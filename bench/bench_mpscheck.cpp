@@ -39,7 +39,7 @@ namespace {
 double seconds(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
 // Median of per-iteration times over blocks of the plain loop, about `budget` seconds in all.
-// Written apart from mpscheck's timing (core/timed_rounds.cpp): its own warm-up, block size and stop rule.
+// Written apart from mpscheck's timing (checks/timed_rounds.cpp): its own warm-up, block size and stop rule.
 // Everything here runs on the CPU, whose kernels return when their work is done: the loop needs no
 // device synchronisation of its own.
 double hand_median(const std::function<void()>& work, double budget) {

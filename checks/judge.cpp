@@ -6,12 +6,14 @@
 
 #include "checks/compare.hpp"
 #include "checks/errors.hpp"
+#include "checks/memory.hpp"
 #include "checks/verdict.hpp"
 
 #include <c10/util/Exception.h>
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <limits>
 #include <map>
@@ -114,7 +116,7 @@ void attribute(const Workload& w, CaseHost& host, const Outputs& ref_out,
     if (o.rule == Rule::Exact && rd != rounded.end() && t != target_by_name.end() &&
         compare_tensors(o.name, rd->second, t->second, Tolerance{0, 0}).ok) {
       f.attribution.target_ok = true;  // no figures: nothing to take an RMSE of
-      o.note = "equal to the float32 result from inputs rounded to " + dtype_name(dtype);
+      o.note = "equal to the float32 result from inputs rounded to " + r.dtype;
     } else if (by_value && g != gold.end() && t != target_by_name.end()) {
       auto wd = witness.find(o.name);
       f.attribution = attribute_with_gold(g->second, ref_by_name[o.name], t->second, dtype, tols.at(o.name),
@@ -124,9 +126,10 @@ void attribute(const Workload& w, CaseHost& host, const Outputs& ref_out,
     failing.push_back(f);
   }
   // A witnessed training case's gradients and updates are judged as a family (checks/verdict.hpp).
-  const std::string family = w.kind() == Kind::Model ? judge_training_family(failing, gold, ref_by_name, rounded,
-                                                                             witness, target_by_name, tols, dtype)
-                                                     : std::string();
+  const std::string family =
+      w.kind() == Kind::Model
+          ? judge_training_family(failing, gold, ref_by_name, rounded, witness, target_by_name, tols, dtype, r.dtype)
+          : std::string();
   decide_attribution(failing, v, r.attribution);
   if (v.status != Status::Pass) v.message += family;
 }
@@ -327,7 +330,7 @@ void judge_case(const Workload& w, CaseHost& host, const Outputs& ref_out, const
           rep.note = fmt::format(
               "the target is {:.2g}% too {} on average against the float32 reference "
               "(standard error {:.2g}%), more than rounding in {} should give",
-              100 * std::abs(b.mean), b.mean > 0 ? "large" : "small", 100 * b.se, dtype_name(dtype));
+              100 * std::abs(b.mean), b.mean > 0 ? "large" : "small", 100 * b.se, r.dtype);
         }
       }
     }
@@ -385,6 +388,44 @@ void judge_sides(const Workload& w, CaseHost& host, const Outputs& ref_out, cons
   } else {
     judge_case(w, host, ref_out, tgt_out, device, dtype, tol, spreads, r);
   }
+}
+
+void check_case(const Workload& w, CaseHost& host, CaseSides* sides, c10::Device device, c10::ScalarType dtype,
+                const TimingPlan& timing, CaseResult& r) {
+  const Tolerance tol = tolerance_for(w.family(), dtype);
+  r.rtol = tol.rtol;
+  r.atol = tol.atol;
+  r.dtype = dtype_name(dtype);
+  if (sides) {
+    using Clock = std::chrono::steady_clock;
+    const auto compare_start = Clock::now();
+    try {
+      judge_sides(w, host, sides->reference, sides->target, device, dtype, tol, r);
+    } catch (...) {
+      // Comparison, gold and localisation run after the target: their failure is not the target's.
+      const std::string phase = host.current_phase();
+      r.status = Status::Error;
+      r.phase = phase;
+      r.message =
+          fmt::format("mpscheck failed in its own {} phase, after the target ran (not the target's failure): {}", phase,
+                      exception_text(std::current_exception()));
+    }
+    r.compare_s = std::chrono::duration<double>(Clock::now() - compare_start).count();
+    // Time only cases whose results are right: the speed of a wrong answer means nothing.
+    r.timed = timing.budget_s > 0;
+    if (r.status == Status::Pass && r.timed) {
+      host.enter_phase("timing");
+      try {
+        time_case(host, timing, device, dtype, *sides->target_instance, sides->reference_instance, r);
+      } catch (...) {
+        r.status = Status::Error;
+        r.phase = "timing";
+        r.message = "mpscheck failed while timing (not a verdict on the target's results): " +
+                    exception_text(std::current_exception());
+      }
+    }
+  }
+  judge_memory(r);  // the device's memory figures, whichever way the sides ended
 }
 
 }  // namespace mpscheck

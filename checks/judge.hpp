@@ -2,43 +2,40 @@
 // (compare.hpp), the reference's own spread, the float64 attribution of what fails (with the
 // rounded baseline and, on accelerators, the CPU's own run in the target dtype as witnesses), the
 // training family rule, fallback warnings, and the layer a failing model first diverges at. The
-// host (core/execute.cpp) runs the sides; the judge asks it for the other runs it needs through
-// CaseHost and never instantiates a workload itself.
+// host (core/execute.cpp) runs the sides and hands them to check_case, which judges and times the
+// case; both ask the host for the other runs they need through CaseHost (checks/case_host.hpp)
+// and never instantiate a workload themselves.
 #pragma once
 
+#include "checks/case_host.hpp"
 #include "checks/result.hpp"
+#include "checks/timed_rounds.hpp"
 #include "checks/tolerance.hpp"
 
 #include <mpscheck/workload.hpp>
 
 #include <exception>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
 namespace mpscheck {
 
-// What the judge asks of the host that runs the case.
-class CaseHost {
- public:
-  virtual ~CaseHost() = default;
-  // The judge enters a phase ("float64", "localisation"): the host charges a crash or a timeout
-  // to it, and tags warnings with the side that phase runs.
-  virtual void enter_phase(const char* phase) = 0;
-  // The outputs of a fresh instance at `where`, owned (see owned()). Throws what the run throws.
-  virtual Outputs run(const Placement& where, const char* what) = 0;
-  // The layer trace of a fresh instance at `where`. Throws what the trace throws.
-  virtual Outputs trace(const Placement& where) = 0;
-  // The CPU float64 gold outputs: the host's cached run, or one run now and kept. Throws what the
-  // run throws.
-  virtual std::map<std::string, at::Tensor> gold() = 0;
-  // The warnings the target raised while it ran (a CPU fallback shows there).
-  virtual std::vector<std::string> target_warnings() = 0;
-  // The reference's spreads (see judge_sides), measured once per reference and kept with it:
-  // what the host kept, or nullptr when they were never measured.
-  virtual const std::map<std::string, double>* kept_spreads() = 0;
-  virtual void keep_spreads(const std::map<std::string, double>& spreads) = 0;
+// Both sides of a case as the host ran them, with the instances the timing reuses.
+struct CaseSides {
+  Outputs reference, target;
+  std::unique_ptr<Instance> reference_instance;  // empty when the reference came from the cache
+  std::unique_ptr<Instance> target_instance;
 };
+
+// The one entry of checks/ for a case the host has run: the result's dtype and tolerance; then,
+// when both sides ran (`sides`; null when one could not, and r says why), judge_sides and, for a
+// case that passed and is timed (`timing`), time_case; last the memory rule (checks/memory.hpp),
+// whichever way the sides ended. What fails while judging or timing is mpscheck's own `error`, in
+// the phase it happened in, never the target's.
+void check_case(const Workload& w, CaseHost& host, CaseSides* sides, c10::Device device, c10::ScalarType dtype,
+                const TimingPlan& timing, CaseResult& r);
 
 // Both sides have run: the reference's own determinism (once per reference: a second fresh
 // reference instance, and each output it gives differently is widened to that spread), then
@@ -49,8 +46,9 @@ void judge_sides(const Workload& w, CaseHost& host, const Outputs& ref_out, cons
 
 // Fills r.outputs, r.status, r.message, r.attribution and the layer fields from the reference's
 // and the target's outputs. `spreads`: outputs the reference gave differently in two fresh runs,
-// by their largest difference; each is judged with its tolerance widened to that spread. May
-// throw: the host turns that into an `error` of the phase it was in.
+// by their largest difference; each is judged with its tolerance widened to that spread. A note
+// that names the dtype quotes r.dtype, its name in the result (check_case sets it). May throw:
+// the host turns that into an `error` of the phase it was in.
 void judge_case(const Workload& w, CaseHost& host, const Outputs& ref_out, const Outputs& tgt_out, c10::Device device,
                 c10::ScalarType dtype, const Tolerance& tol, const std::map<std::string, double>& spreads,
                 CaseResult& r);

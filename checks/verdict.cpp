@@ -1,7 +1,5 @@
 #include "checks/verdict.hpp"
 
-#include <mpscheck/dtype_names.hpp>
-
 #include "checks/errors.hpp"
 
 #include <fmt/format.h>
@@ -145,7 +143,8 @@ bool is_training_state(const std::string& output) {
 std::string judge_training_family(std::vector<OutputAttribution>& failing, const TensorsByName& gold,
                                   const TensorsByName& reference, const TensorsByName& rounded,
                                   const TensorsByName& witness, const TensorsByName& target,
-                                  const std::map<std::string, Tolerance>& tols, c10::ScalarType dtype) {
+                                  const std::map<std::string, Tolerance>& tols, c10::ScalarType dtype,
+                                  const std::string& dtype_named) {
   if (witness.empty()) return {};
   const bool any = std::any_of(failing.begin(), failing.end(), [](const OutputAttribution& f) {
     return f.attribution.measured && !f.attribution.target_ok && is_training_state(f.output->name);
@@ -181,7 +180,7 @@ std::string judge_training_family(std::vector<OutputAttribution>& failing, const
       note = fmt::format(
           "; the target's {} are {:.3g}% {} (RMS over all of them) than the CPU's own {} run's: a "
           "systematic error in the target",
-          what, 100 * std::abs(scale - 1), scale > 1 ? "larger" : "smaller", dtype_name(dtype));
+          what, 100 * std::abs(scale - 1), scale > 1 ? "larger" : "smaller", dtype_named);
   };
   judge("grad0/", "first-step gradients", pooled_scale(grads));
   judge("update/", "parameter updates", pooled_scale(updates));

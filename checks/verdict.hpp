@@ -48,12 +48,14 @@ bool is_training_state(const std::string& output);
 // FamilyEnvelope). The witness is judged against float32 (`reference`) and the rounded baseline on
 // every such output, and a failing one within the envelope is marked target_ok (by_family), unless
 // the target's gradients or updates as a whole are scaled against the witness's by more than
-// kFamilyScale. Returns what the verdict message adds when that scale is what stops the forgiving.
+// kFamilyScale. Returns what the verdict message adds when that scale is what stops the forgiving,
+// naming the dtype as `dtype_named` (the result's CaseResult::dtype).
 using TensorsByName = std::map<std::string, at::Tensor>;
 std::string judge_training_family(std::vector<OutputAttribution>& failing, const TensorsByName& gold,
                                   const TensorsByName& reference, const TensorsByName& rounded,
                                   const TensorsByName& witness, const TensorsByName& target,
-                                  const std::map<std::string, Tolerance>& tols, c10::ScalarType dtype);
+                                  const std::map<std::string, Tolerance>& tols, c10::ScalarType dtype,
+                                  const std::string& dtype_named);
 
 // Localisation: a traced layer diverges when it fails the plain tolerance and float64 does not
 // show float32 to be the fragile side there (`attribution` unmeasured: no gold for the layer).

@@ -1,36 +1,24 @@
 #include "core/execute.hpp"
 
-#include <mpscheck/dtype_names.hpp>
-
 #include "core/case_steps.hpp"
 
-#include "checks/compare.hpp"
 #include "checks/errors.hpp"
-#include "checks/memory.hpp"
-#include "checks/tolerance.hpp"
-#include "checks/verdict.hpp"
 #include "core/device_memory.hpp"
 #include "core/environment.hpp"
 #include "core/reference_cache.hpp"
-#include "core/timed_rounds.hpp"
 #include "core/torchscript_workload.hpp"
 
 #include <ATen/Parallel.h>
-#include <c10/util/Exception.h>
-#include <fmt/format.h>
-#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cctype>
 #include <chrono>
-#include <cmath>
 #include <filesystem>
-#include <functional>
-#include <limits>
 #include <map>
-#include <mutex>
+#include <memory>
 #include <optional>
-#include <set>
+#include <string>
+#include <vector>
 
 namespace mpscheck {
 
@@ -123,40 +111,54 @@ void reference_failed(const Workload& w, const std::string& msg, CaseResult& r) 
   }
 }
 
-// The judge's host (checks/judge.hpp): the case's other runs, in this worker, with the gold run
-// kept with the cached reference.
+// The host of checks/ (checks/case_host.hpp): the case's other runs, in this worker, with what
+// they measure once per reference (the gold run, the spreads, the reference time) kept with the
+// cached reference. Until the reference has run there is none, and checks/ asks for nothing.
 class WorkerCaseHost final : public CaseHost {
  public:
-  WorkerCaseHost(const Workload& w, const ExecuteOptions& options, WarningRecorder& warnings, CachedReference& cached,
-                 bool& cache_dirty)
+  WorkerCaseHost(const Workload& w, const ExecuteOptions& options, WarningRecorder& warnings,
+                 std::optional<CachedReference>& cached, bool& cache_dirty)
       : w_(w), options_(options), warnings_(warnings), cached_(cached), cache_dirty_(cache_dirty) {}
   void enter_phase(const char* phase) override {
     mpscheck::enter_phase(phase);
     // The float64 phase runs the gold and the witnesses; localisation traces every side, each
-    // trace's warnings told as the reference's.
+    // trace's warnings told as the reference's. While timing, nothing is recorded.
     if (std::string(phase) == "float64")
       warnings_.set_side(Side::Gold);
     else if (std::string(phase) == "localisation" || std::string(phase) == "reference")
       warnings_.set_side(Side::Reference);
+    else if (std::string(phase) == "timing")
+      warnings_.pause();
   }
-  Outputs run(const Placement& where, const char* what) override {
-    return owned(w_.instantiate(options_.setup, where)->run(), what);
-  }
-  Outputs trace(const Placement& where) override { return w_.instantiate(options_.setup, where)->trace_layers(); }
+  std::string current_phase() override { return mpscheck::current_phase(); }
+  Outputs run(const Placement& where, const char* what) override { return owned(instantiate(where)->run(), what); }
+  Outputs trace(const Placement& where) override { return instantiate(where)->trace_layers(); }
   std::map<std::string, at::Tensor> gold() override {
-    if (cached_.gold.empty()) {
-      cached_.gold = by_name(run(Placement{c10::Device(c10::kCPU), c10::kDouble, Side::Gold}, "gold"));
+    if (cached_->gold.empty()) {
+      cached_->gold = by_name(run(Placement{c10::Device(c10::kCPU), c10::kDouble, Side::Gold}, "gold"));
       cache_dirty_ = true;
     }
-    return cached_.gold;
+    return cached_->gold;
   }
   std::vector<std::string> target_warnings() override { return warnings_.target(); }
   const std::map<std::string, double>* kept_spreads() override {
-    return cached_.determinism_checked ? &cached_.spreads : nullptr;
+    return cached_->determinism_checked ? &cached_->spreads : nullptr;
   }
   void keep_spreads(const std::map<std::string, double>& spreads) override {
-    cached_.spreads = spreads;
-    cached_.determinism_checked = true;
+    cached_->spreads = spreads;
+    cached_->determinism_checked = true;
+    cache_dirty_ = true;
+  }
+  std::unique_ptr<Instance> instantiate(const Placement& where) override {
+    return w_.instantiate(options_.setup, where);
+  }
+  void synchronize(const c10::Device& device) override { mpscheck::synchronize(device); }
+  const TimingStats* kept_reference_time(double budget_s) override {
+    return cached_->reference_time && cached_->reference_time_budget == budget_s ? &*cached_->reference_time : nullptr;
+  }
+  void keep_reference_time(const TimingStats& time, double budget_s) override {
+    cached_->reference_time = time;
+    cached_->reference_time_budget = budget_s;
     cache_dirty_ = true;
   }
 
@@ -164,104 +166,58 @@ class WorkerCaseHost final : public CaseHost {
   const Workload& w_;
   const ExecuteOptions& options_;
   WarningRecorder& warnings_;
-  CachedReference& cached_;
+  std::optional<CachedReference>& cached_;
   bool& cache_dirty_;
 };
 
-// Both sides have run: the reference's determinism (once per cached reference), then the
-// judgement. What fails here is mpscheck's, not the target's.
-void compare_sides(const Workload& w, const ExecuteOptions& options, const Outputs& ref_out, const Outputs& tgt_out,
-                   c10::Device device, c10::ScalarType dtype, const Tolerance& tol, WarningRecorder& warnings,
-                   CachedReference& cached, bool& cache_dirty, CaseResult& r) {
-  try {
-    WorkerCaseHost host(w, options, warnings, cached, cache_dirty);
-    judge_sides(w, host, ref_out, tgt_out, device, dtype, tol, r);
-  } catch (...) {
-    // Comparison, gold and localisation run after the target: their failure is not the target's.
-    r.status = Status::Error;
-    r.phase = current_phase();
-    r.message = fmt::format("mpscheck failed in its own {} phase, after the target ran (not the target's failure): {}",
-                            current_phase(), exception_text(std::current_exception()));
-  }
-}
-
-// Both sides run, judged and, when right, timed: everything of a case between loading its cached
-// reference and keeping what it measured. Returns early when a side cannot run; the memory figures
-// are judged after it returns.
-void run_sides(const Workload& w, const ExecuteOptions& options, WarningRecorder& warnings,
-               std::optional<CachedReference>& cached, bool& cache_dirty, CaseResult& r) {
-  const c10::ScalarType dtype = target_dtype_for(w, options.target);
-  const Tolerance tol = tolerance_for(w.family(), dtype);
-  r.rtol = tol.rtol;
-  r.atol = tol.atol;
-  r.dtype = dtype_name(dtype);
-  const auto make_reference = [&] {
-    return w.instantiate(options.setup, Placement{c10::Device(c10::kCPU), c10::kFloat, Side::Reference});
-  };
-
+// Both sides of the case, each run once: the CPU float32 reference (its cached outputs when there
+// are some) and the target computing in `dtype` on `device`. False when a side could not run; r
+// then says why.
+bool run_sides(const Workload& w, const ExecuteOptions& options, c10::Device device, c10::ScalarType dtype,
+               WarningRecorder& warnings, std::optional<CachedReference>& cached, bool& cache_dirty, CaseSides& sides,
+               CaseResult& r) {
   // Reference: CPU float32, the cached one when there is one.
-  std::unique_ptr<Instance> ref;
-  Outputs ref_out;
   if (cached) {
-    ref_out = cached->outputs;
+    sides.reference = cached->outputs;
     r.reference_cached = true;
   } else {
     enter_phase("reference");
     warnings.set_side(Side::Reference);
     try {
-      ref = make_reference();
-      ref_out = owned(ref->run(), "reference");
+      sides.reference_instance =
+          w.instantiate(options.setup, Placement{c10::Device(c10::kCPU), c10::kFloat, Side::Reference});
+      sides.reference = owned(sides.reference_instance->run(), "reference");
     } catch (...) {
       reference_failed(w, exception_text(std::current_exception()), r);
-      return;
+      return false;
     }
     cached.emplace();
-    cached->outputs = ref_out;
+    cached->outputs = sides.reference;
     cache_dirty = true;
   }
 
   // Target.
   enter_phase("target");
-  const c10::Device device = to_device(options.target);
-  std::unique_ptr<Instance> tgt;
-  Outputs tgt_out;
   warnings.set_side(Side::Target);
   MemoryWatch memory(device);
   try {
-    tgt = w.instantiate(options.setup, Placement{device, dtype, Side::Target});
-    tgt_out = owned(tgt->run(), "target");
+    sides.target_instance = w.instantiate(options.setup, Placement{device, dtype, Side::Target});
+    sides.target = owned(sides.target_instance->run(), "target");
     synchronize(device);
   } catch (...) {
     r.message = exception_text(std::current_exception());
     r.status = classify_exception(r.message);
     r.phase = "target";
     r.memory = memory.figures();
-    return;
+    return false;
   }
   r.memory = memory.figures();
-
-  const auto compare_start = Clock::now();
-  compare_sides(w, options, ref_out, tgt_out, device, dtype, tol, warnings, *cached, cache_dirty, r);
-  r.compare_s = seconds_since(compare_start);
-  warnings.pause();
-
-  // Time only cases whose results are right: the speed of a wrong answer means nothing.
-  r.timed = options.min_time_s > 0;
-  if (r.status == Status::Pass && r.timed) {
-    enter_phase("timing");
-    try {
-      time_case(w, options, device, dtype, *tgt, ref, make_reference, *cached, cache_dirty, r);
-    } catch (...) {
-      r.status = Status::Error;
-      r.phase = "timing";
-      r.message = "mpscheck failed while timing (not a verdict on the target's results): " +
-                  exception_text(std::current_exception());
-    }
-  }
+  return true;
 }
 
-// The case from the reference cache (when an entry with this exact key is there) through run_sides
-// to the cache again, written once, when the case measured something the entry lacked.
+// The case from the reference cache (when an entry with this exact key is there) through its two
+// sides and checks/ (the verdict, the times, the memory finding) to the cache again, written once,
+// when the case measured something the entry lacked.
 CaseResult execute_case_inner(const RegisteredWorkload& rw, const ExecuteOptions& options, WarningRecorder& warnings,
                               const CaseResult& identified) {
   const std::optional<CacheKey> key = cache_key(rw, options);
@@ -269,8 +225,14 @@ CaseResult execute_case_inner(const RegisteredWorkload& rw, const ExecuteOptions
   if (key) cached = options.cache->load(*key);
   bool cache_dirty = false;
   CaseResult r = identified;
-  run_sides(*rw.workload, options, warnings, cached, cache_dirty, r);
-  judge_memory(r);  // the device's memory figures, whichever way the sides ended
+  const Workload& w = *rw.workload;
+  const c10::Device device = to_device(options.target);
+  const c10::ScalarType dtype = target_dtype_for(w, options.target);
+  CaseSides sides;
+  const bool ran = run_sides(w, options, device, dtype, warnings, cached, cache_dirty, sides, r);
+  WorkerCaseHost host(w, options, warnings, cached, cache_dirty);
+  check_case(w, host, ran ? &sides : nullptr, device, dtype,
+             TimingPlan{options.min_time_s, options.reuse_reference_times}, r);
   if (key && cache_dirty) options.cache->store(*key, *cached);
   return r;
 }

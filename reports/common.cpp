@@ -215,7 +215,7 @@ std::string speed_text(const CaseResult& c) {
   if (c.speed_class != SpeedClass::Similar) return to_string(c.speed_class);
   if (c.speedup < kMinSpeedEffect && c.speedup > 1 / kMinSpeedEffect) return "similar";
   // The timing rule's speed_note is set only where a first round suggested a claim (checks/timing,
-  // core/timed_rounds): then a busy machine or a confirmation round withdrew it. With no note, the
+  // checks/timed_rounds): then a busy machine or a confirmation round withdrew it. With no note, the
   // first round's ranges overlapped.
   if (c.host_busy) return "similar (machine busy: not a claim)";
   if (!c.speed_note.empty()) return "similar (not confirmed on fresh instances: not a claim)";

@@ -66,9 +66,9 @@ CORE_TIERS = [
     # Cases from outside a plugin's catalog: TorchScript and .pt2 models, and the catalog that loads
     # plugins and models together.
     ("workloads", ["torchscript_workload.*", "pt2_workload.*", "case_catalog.*"]),
-    # Running cases: one case measured (execute, timed rounds), the worker process and its probe, the
-    # run loop over many, and explore's variants.
-    ("execution", ["execute*", "case_steps.*", "timed_rounds*", "probe.*", "worker.*", "run_loop*", "explore*"]),
+    # Running cases: one case's two sides run and handed to checks/ (execute), the worker process and
+    # its probe, the run loop over many, and explore's variants.
+    ("execution", ["execute*", "case_steps.*", "probe.*", "worker.*", "run_loop*", "explore*"]),
     # The program: a run's steps and outputs, the subcommands, main.
     ("commands", ["report_outputs.*", "run_setup.*", "commands.*", "app.*", "main.*"]),
 ]

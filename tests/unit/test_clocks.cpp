@@ -1,7 +1,8 @@
 // Honest clocks: what a timed iteration does and which reference times are kept. A backward op
 // case draws its grad_output once per instance, timed training replays the steps a verdict
 // checked, and a reference time from a busy round is never stored for --reuse-reference-times.
-#include "core/timed_rounds.hpp"
+#include "checks/case_host.hpp"
+#include "checks/timed_rounds.hpp"
 
 #include <mpscheck/model.hpp>
 #include <mpscheck/op.hpp>
@@ -13,6 +14,9 @@
 #include <atomic>
 #include <chrono>
 #include <cstring>
+#include <map>
+#include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -178,23 +182,39 @@ class SleepingWorkload final : public Workload {
   }
 };
 
+// A host that times a workload's instances on the CPU and keeps the reference time it is given.
+class TimingHost final : public CaseHost {
+ public:
+  explicit TimingHost(const Workload& w) : w_(w) {}
+  void enter_phase(const char*) override {}
+  std::string current_phase() override { return "timing"; }
+  Outputs run(const Placement&, const char*) override { throw std::logic_error("timing runs nothing"); }
+  Outputs trace(const Placement&) override { throw std::logic_error("timing traces nothing"); }
+  std::map<std::string, at::Tensor> gold() override { throw std::logic_error("timing needs no gold"); }
+  std::vector<std::string> target_warnings() override { return {}; }
+  const std::map<std::string, double>* kept_spreads() override { return nullptr; }
+  void keep_spreads(const std::map<std::string, double>&) override {}
+  std::unique_ptr<Instance> instantiate(const Placement& where) override { return w_.instantiate({}, where); }
+  void synchronize(const c10::Device&) override {}
+  const TimingStats* kept_reference_time(double) override { return nullptr; }
+  void keep_reference_time(const TimingStats& time, double) override { kept = time; }
+  std::optional<TimingStats> kept;
+
+ private:
+  const Workload& w_;
+};
+
 }  // namespace
 
 // --reuse-reference-times: a reference time measured while the reference could not hold its core
 // used to be stored, and a later run's target-alone screen then settled against it for good.
 TEST(Clocks, AReferenceTimeFromABusyRoundIsNotStored) {
   const SleepingWorkload w;
-  ExecuteOptions options;
-  options.min_time_s = 0.01;
+  TimingHost host(w);
   const auto tgt = w.instantiate(mpscheck::Setup{}, Placement{});
   std::unique_ptr<Instance> ref;
-  CachedReference cached;
-  bool dirty = false;
   CaseResult r;
-  time_case(
-      w, options, c10::Device(c10::kCPU), c10::kFloat, *tgt, ref, [&] { return w.instantiate({}, {}); }, cached, dirty,
-      r);
+  time_case(host, TimingPlan{0.01, false}, c10::Device(c10::kCPU), c10::kFloat, *tgt, ref, r);
   ASSERT_TRUE(r.reference_time.has_value());  // the case is still timed and classed
-  EXPECT_FALSE(cached.reference_time.has_value());
-  EXPECT_FALSE(dirty);
+  EXPECT_FALSE(host.kept.has_value());
 }

@@ -43,6 +43,11 @@ class FakeHost final : public CaseHost {
   std::vector<std::string> target_warnings() override { return {}; }
   const std::map<std::string, double>* kept_spreads() override { return kept ? &*kept : nullptr; }
   void keep_spreads(const std::map<std::string, double>& spreads) override { kept = spreads; }
+  std::string current_phase() override { return phases.empty() ? std::string() : phases.back(); }
+  std::unique_ptr<Instance> instantiate(const Placement&) override { throw std::runtime_error("nothing timed here"); }
+  void synchronize(const c10::Device&) override {}
+  const TimingStats* kept_reference_time(double) override { return nullptr; }
+  void keep_reference_time(const TimingStats&, double) override {}
   std::optional<Outputs> again;  // what a second reference instance gives; none: it throws
   std::optional<std::map<std::string, double>> kept;
   int gold_calls = 0, runs = 0;
@@ -184,4 +189,41 @@ TEST(Judge, AWildReferenceOrNoOutputIsAnErrorNotAVerdict) {
   EXPECT_EQ(none.status, Status::Error);
   EXPECT_NE(none.message.find("no output to compare"), std::string::npos) << none.message;
   EXPECT_EQ(empty.runs, 0);
+}
+
+// check_case, checks/'s one entry: a case one of whose sides could not run still gets the dtype
+// and tolerance it was judged by, and nothing is asked of the host.
+TEST(Judge, ACaseWhoseSideFailedGetsItsDtypeAndToleranceAndNoJudgement) {
+  const OneOutputWorkload w;
+  FakeHost host(at::Tensor{});
+  CaseResult r;
+  r.status = Status::Unsupported;
+  r.phase = "target";
+  check_case(w, host, nullptr, c10::Device(c10::kCPU), c10::kBFloat16, TimingPlan{}, r);
+  EXPECT_EQ(r.status, Status::Unsupported);
+  EXPECT_EQ(r.dtype, "bfloat16");
+  EXPECT_EQ(r.rtol, tolerance_for(w.family(), c10::kBFloat16).rtol);
+  EXPECT_FALSE(r.timed);
+  EXPECT_TRUE(host.phases.empty());
+  EXPECT_EQ(host.runs, 0);
+}
+
+// A case that passes is timed; what fails while timing is mpscheck's error in the timing phase,
+// never a verdict on the target.
+TEST(Judge, AFailureWhileTimingIsAnErrorOfTheTimingPhase) {
+  const OneOutputWorkload w;
+  const Sides s;
+  FakeHost host(s.gold);  // its instantiate() throws: the reference to time cannot be made
+  host.kept = std::map<std::string, double>{};
+  CaseSides sides;
+  sides.reference = {Output("out", s.reference)};
+  sides.target = {Output("out", s.reference.clone())};
+  sides.target_instance = std::make_unique<NoInstance>();
+  CaseResult r;
+  check_case(w, host, &sides, c10::Device(c10::kCPU), c10::kFloat, TimingPlan{0.01, false}, r);
+  EXPECT_TRUE(r.timed);
+  EXPECT_EQ(r.status, Status::Error);
+  EXPECT_EQ(r.phase, "timing");
+  EXPECT_NE(r.message.find("mpscheck failed while timing"), std::string::npos) << r.message;
+  EXPECT_EQ(host.phases, (std::vector<std::string>{"comparison", "timing"}));
 }

@@ -1,7 +1,7 @@
-#include "core/timed_rounds.hpp"
+#include "checks/timed_rounds.hpp"
 
+#include "checks/case_host.hpp"
 #include "checks/timing.hpp"
-#include "core/target.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -35,6 +35,8 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+Placement reference_placement() { return Placement{c10::Device(c10::kCPU), c10::kFloat, Side::Reference}; }
 
 // CPU time of the whole process (every intra-op thread), in seconds.
 double process_cpu_seconds() {
@@ -91,6 +93,7 @@ void add_thread_cpu(const ThreadCpu& before, const ThreadCpu& after, ThreadCpu& 
 
 // Times `iterate()` of both instances in interleaved blocks so drift hits both sides alike.
 struct TimedSide {
+  CaseHost* host;  // waits for the device
   Instance* instance;
   c10::Device device;
   std::vector<double> samples;
@@ -102,10 +105,10 @@ struct TimedSide {
 };
 
 double time_block(TimedSide& s, int n) {
-  synchronize(s.device);
+  s.host->synchronize(s.device);
   const auto t0 = Clock::now();
   for (int i = 0; i < n; ++i) s.instance->iterate();
-  synchronize(s.device);
+  s.host->synchronize(s.device);
   return seconds_since(t0);
 }
 
@@ -173,10 +176,10 @@ double reference_quiet_share(const TimedSide& ref) {
   return quiet_cpu_share(computing, at::get_num_threads(), static_cast<int>(std::thread::hardware_concurrency()));
 }
 
-SpeedRound time_round(Instance& ref, Instance& tgt, c10::Device device, double budget) {
-  TimedSide ref_side{&ref, c10::Device(c10::kCPU), {}};
+SpeedRound time_round(CaseHost& host, Instance& ref, Instance& tgt, c10::Device device, double budget) {
+  TimedSide ref_side{&host, &ref, c10::Device(c10::kCPU), {}};
   ref_side.track_threads = true;
-  TimedSide tgt_side{&tgt, device, {}};
+  TimedSide tgt_side{&host, &tgt, device, {}};
   measure(ref_side, tgt_side, budget);
   SpeedRound round;
   round.reference = summarize_times(ref_side.samples);
@@ -217,8 +220,9 @@ std::string busy_host_note(const SpeedRound& round) {
 // reference figures an earlier run measured (--reuse-reference-times). There is no reference CPU
 // share to read, so such a round can only screen: any claim it suggests is settled by fresh
 // interleaved rounds of both sides.
-SpeedRound time_target_alone(const TimingStats& reference, Instance& tgt, c10::Device device, double budget) {
-  TimedSide side{&tgt, device, {}};
+SpeedRound time_target_alone(CaseHost& host, const TimingStats& reference, Instance& tgt, c10::Device device,
+                             double budget) {
+  TimedSide side{&host, &tgt, device, {}};
   warm_up_and_size(side, budget);
   for (int round = 0; round < 200; ++round) {
     const double t = time_block(side, side.block);
@@ -279,7 +283,7 @@ void reset_allocator_state() {
 
 // Returns whether the reference time it settled on is one to keep for --reuse-reference-times:
 // from an interleaved round whose CPU share was read and quiet, with every round agreeing.
-bool settle_speed(const SpeedRound& first, bool first_reused, const Workload& w, const ExecuteOptions& options,
+bool settle_speed(const SpeedRound& first, bool first_reused, CaseHost& host, const TimingPlan& plan,
                   c10::Device device, c10::ScalarType dtype, CaseResult& r) {
   SpeedRound decided = first;
   const SpeedClass claim = first.speed_class;
@@ -300,14 +304,12 @@ bool settle_speed(const SpeedRound& first, bool first_reused, const Workload& w,
       if (confirmation) {
         if (confirmation->reset_allocator) reset_allocator_state();
         std::unique_ptr<Instance> fresh_tgt, fresh_ref;
-        auto make_tgt = [&] { fresh_tgt = w.instantiate(options.setup, Placement{device, dtype, Side::Target}); };
-        auto make_ref = [&] {
-          fresh_ref = w.instantiate(options.setup, Placement{c10::Device(c10::kCPU), c10::kFloat, Side::Reference});
-        };
+        auto make_tgt = [&] { fresh_tgt = host.instantiate(Placement{device, dtype, Side::Target}); };
+        auto make_ref = [&] { fresh_ref = host.instantiate(reference_placement()); };
         confirmation->reference_first ? make_ref() : make_tgt();
         const at::Tensor spacer = at::empty({confirmation->spacer_bytes}, at::kByte);  // alive while the pair is
         confirmation->reference_first ? make_tgt() : make_ref();
-        round = time_round(*fresh_ref, *fresh_tgt, device, kConfirmationBudgetShare * options.min_time_s);
+        round = time_round(host, *fresh_ref, *fresh_tgt, device, kConfirmationBudgetShare * plan.budget_s);
         speedups.push_back(round.speedup);
       }
       decided = round;
@@ -345,28 +347,22 @@ bool settle_speed(const SpeedRound& first, bool first_reused, const Workload& w,
 
 }  // namespace
 
-void time_case(const Workload& w, const ExecuteOptions& options, c10::Device device, c10::ScalarType dtype,
-               Instance& tgt, std::unique_ptr<Instance>& ref,
-               const std::function<std::unique_ptr<Instance>()>& make_reference, CachedReference& cached,
-               bool& cache_dirty, CaseResult& r) {
-  const bool reuse =
-      options.reuse_reference_times && cached.reference_time && cached.reference_time_budget == options.min_time_s;
+void time_case(CaseHost& host, const TimingPlan& plan, c10::Device device, c10::ScalarType dtype, Instance& tgt,
+               std::unique_ptr<Instance>& ref, CaseResult& r) {
+  const TimingStats* kept = plan.reuse_reference_times ? host.kept_reference_time(plan.budget_s) : nullptr;
+  const bool reuse = kept != nullptr;
   const SpeedRound first = [&] {
-    if (reuse) return time_target_alone(*cached.reference_time, tgt, device, options.min_time_s);
-    if (!ref) ref = make_reference();
-    return time_round(*ref, tgt, device, options.min_time_s);
+    if (reuse) return time_target_alone(host, *kept, tgt, device, plan.budget_s);
+    if (!ref) ref = host.instantiate(reference_placement());
+    return time_round(host, *ref, tgt, device, plan.budget_s);
   }();
-  const bool keep = settle_speed(first, reuse, w, options, device, dtype, r);
+  const bool keep = settle_speed(first, reuse, host, plan, device, dtype, r);
   // The reference time is reused only where the screen settled it; a claim was re-timed fresh.
   r.reference_time_reused = reuse && first.speed_class == SpeedClass::Similar;
-  // A reference time from a busy round, or from rounds that disagreed, is never stored: reused,
-  // it would settle every later run's screen against a figure no quiet round confirmed (a
-  // reference slowed 2x by a busy machine makes a 2x slower target `similar` for good).
-  if (!r.reference_time_reused && keep) {
-    cached.reference_time = r.reference_time;
-    cached.reference_time_budget = options.min_time_s;
-    cache_dirty = true;
-  }
+  // A reference time from a busy round, or from rounds that disagreed, is never kept: reused, it
+  // would settle every later run's screen against a figure no quiet round confirmed (a reference
+  // slowed 2x by a busy machine makes a 2x slower target `similar` for good).
+  if (!r.reference_time_reused && keep) host.keep_reference_time(*r.reference_time, plan.budget_s);
 }
 
 }  // namespace mpscheck
