@@ -157,6 +157,9 @@ class CaseExplorer {
   std::optional<ExploreFinding> explore_speed(const std::vector<std::map<std::int64_t, bool>>& passed);
   // Each input in other layouts and at storage offsets, at the declared sizes (explore_layouts.cpp).
   std::optional<ExploreFinding> explore_layouts(bool* budget_spent);
+  // The same layouts again with one dimension at another size that passed as declared.
+  std::optional<ExploreFinding> explore_layouts_at_sizes(const std::vector<std::map<std::int64_t, bool>>& passed,
+                                                         bool* budget_spent);
   ExploreFinding minimise_layout(size_t input, const CaseResult& first);
 
   std::string base_;
@@ -237,6 +240,15 @@ std::optional<ExploreFinding> CaseExplorer::explore(ExploredCase& record) {
         return f;
       }
     }
+  }
+  bool budget_spent_in_layouts = false;
+  if (std::optional<ExploreFinding> f = explore_layouts_at_sizes(passed, &budget_spent_in_layouts)) {
+    done({});
+    return f;
+  }
+  if (budget_spent_in_layouts) {
+    done(fmt::format("budget spent after {} variants; no finding", variants_));
+    return std::nullopt;
   }
   std::optional<ExploreFinding> cliff = explore_speed(passed);
   done(speed_note_);
@@ -352,6 +364,42 @@ std::optional<ExploreFinding> CaseExplorer::explore_layouts(bool* budget_spent) 
       }
     }
     layouts_[i] = {};
+  }
+  return std::nullopt;
+}
+
+// Layouts at other sizes: each input's layouts again, with one dimension at the largest size it
+// passed at in its declared layout and at the next prime above its declared size (an odd size
+// whose tiles end partway), every other dimension as declared. A failure is shrunk and bisected in
+// that dimension with the layout kept, so the finding says both: "with a transposed: wrong from …".
+std::optional<ExploreFinding> CaseExplorer::explore_layouts_at_sizes(
+    const std::vector<std::map<std::int64_t, bool>>& passed, bool* budget_spent) {
+  for (size_t g = 0; g < groups_.size(); ++g) {
+    std::vector<std::int64_t> sizes;
+    if (!passed[g].empty() && passed[g].rbegin()->first > declared_[g]) sizes.push_back(passed[g].rbegin()->first);
+    const std::int64_t prime = next_prime(declared_[g]);
+    if (passed[g].count(prime) && (sizes.empty() || sizes.front() != prime)) sizes.push_back(prime);
+    for (std::int64_t size : sizes) {
+      for (size_t i = 0; i < inputs_.size(); ++i) {
+        for (const InputVariant& candidate : layout_candidates(inputs_[i])) {
+          layouts_[i] = candidate;
+          const Trial t = trial(with(declared_, g, size));
+          if (t.kind == Kind::Budget) {
+            *budget_spent = true;
+            layouts_[i] = {};
+            return std::nullopt;
+          }
+          if (t.kind != Kind::Fail) continue;
+          ExploreFinding f = shrink_and_bisect(g, size, passed[g]);
+          const std::string& name = inputs_[i].name;
+          f.layout = name + " " + layout_words(candidate.layout, candidate.storage_offset, inputs_[i].layout);
+          f.summary = "with " + f.layout + ": " + f.summary;
+          layouts_[i] = {};
+          return f;
+        }
+        layouts_[i] = {};
+      }
+    }
   }
   return std::nullopt;
 }

@@ -208,6 +208,31 @@ TEST(Explore, AnOffsetThatFailsInAnyLayoutIsNotPinnedOnTheLayout) {
             "wrong for x transposed at storage offset 2; at offset 0 it passes, offset 3 fails too");
 }
 
+// Wrong only when both differ from the declaration: a transposed input with rows of 1000 or more
+// (a strided kernel whose long-row path has the bug). Neither the layouts at the declared sizes nor
+// the sizes in the declared layout reach it; the layouts at the largest passing size do.
+TEST(Explore, ALayoutThatFailsOnlyAtAnotherSizeIsFoundAndBisectedWithItsLayout) {
+  const ShapedCase c("op/x/y/f32/contiguous/forward", {{"x", {64, 96}, "contiguous"}});
+  std::vector<std::string> ran;
+  const auto out = explore_layouts_with(
+      c,
+      [](const auto& in) {
+        const InputVariant& x = in.at("x");
+        return x.layout == InputLayout::Transposed && x.storage_offset == 0 && x.shape[1] >= 1000;
+      },
+      &ran);
+  ASSERT_EQ(out.findings.size(), 1u);
+  const ExploreFinding& f = out.findings[0];
+  EXPECT_EQ(f.id, "op/x/y/f32/contiguous/forward@x=1x1000+t");
+  EXPECT_EQ(f.pattern, "from");
+  EXPECT_EQ(f.first_failing, 1000);
+  EXPECT_EQ(f.last_passing, 999);
+  EXPECT_EQ(f.layout, "x transposed");
+  EXPECT_EQ(f.summary.rfind("with x transposed: wrong from x[1] = 1000; x[1] = 999 passes", 0), 0u) << f.summary;
+  // The sizes in the declared layout ran first and passed: the failure needs both.
+  EXPECT_NE(std::find(ran.begin(), ran.end(), "op/x/y/f32/contiguous/forward@x=64x1024"), ran.end());
+}
+
 TEST(Explore, LayoutsAreTriedOnlyWhereTheRankAllows) {
   const ShapedCase c("op/x/y/f32/contiguous/forward", {{"v", {7}, "contiguous"}});
   std::vector<std::string> ran;
