@@ -229,6 +229,22 @@ MPSCHECK_CATALOG(shape_cases) {
            "x.transpose(0, 1).contiguous()").no_grad().large().add(dtypes::f32);
   shape.op("cat_large", {Arg::randn("a", {1 << 12, 1 << 12}), Arg::randn("b", {64, 1 << 12})},
            [](A a) { return at::cat({a[0], a[1]}, 0); }, "torch.cat([a, b], 0)").no_grad().large().add(dtypes::f32);
+
+  // ----- huge: an output past 2^31 elements (only --huge selects it) -----
+  // Two halves of 2^30 + 2^15 int8 each, repeated on the device from 251-element seeds; the output's
+  // elements around 2^31 (the second half's start is 2^30 + 2^15 before it) and its tail are kept,
+  // where a kernel with 32-bit offsets writes the second half back over the first.
+  shape.op("cat_huge", {Arg::randn("a", {251}), Arg::randn("b", {251})},
+           [](A a) {
+             const int64_t half = (int64_t{1} << 30) + (int64_t{1} << 15), two31 = int64_t{1} << 31;
+             auto grow = [&](const at::Tensor& seed) { return seed.repeat({half / 251 + 1}).narrow(0, 0, half); };
+             const at::Tensor out = at::cat({grow(a[0]), grow(a[1])}, 0);
+             return Tensors{out.narrow(0, 0, 4096).clone(), out.narrow(0, two31 - 4096, 8192).clone(),
+                            out.narrow(0, 2 * half - 4096, 4096).clone()};
+           },
+           "(lambda out: (out[:4096], out[2**31 - 4096:2**31 + 4096], out[-4096:]))(torch.cat([a.repeat(4277987)[:1073774592], "
+           "b.repeat(4277987)[:1073774592]], 0))")
+      .no_grad().huge(int64_t{9} << 29).add({c10::kChar});
 }
 // clang-format on
 
