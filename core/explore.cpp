@@ -1,5 +1,6 @@
 #include "core/explore.hpp"
 
+#include "core/explore_probes.hpp"
 #include "core/worker_protocol.hpp"
 
 #include <fmt/format.h>
@@ -84,15 +85,13 @@ std::uint64_t fnv1a(const std::string& s) {
 // One declared case being explored: its sizes, the variants it has run, the budget.
 class CaseExplorer {
  public:
-  enum class Kind { Pass, Fail, Invalid, TooBig, Budget };
-  struct Trial {
-    Kind kind = Kind::Budget;
-    CaseResult result;
-  };
+  using Kind = explore_detail::TrialKind;
+  using Trial = explore_detail::Trial;
 
   CaseExplorer(const RegisteredWorkload& w, const RunCase& run, const ExploreOptions& options,
                Clock::time_point run_start, const std::function<bool()>& stop)
       : base_(w.workload->id()),
+        random_(w.workload->is_random()),
         inputs_(w.workload->input_shapes()),
         run_(run),
         options_(options),
@@ -119,8 +118,10 @@ class CaseExplorer {
   std::string id_at(const std::vector<std::int64_t>& sizes) const {
     return variant_id(base_, inputs_, inputs_at(sizes));
   }
+  // The case's budget, less what is kept for the state probes until they run.
+  double case_budget() const { return options_.case_budget_s - reserve_; }
   bool out_of_budget() const {
-    return seconds_since(start_) > options_.case_budget_s || seconds_since(run_start_) > options_.run_budget_s ||
+    return seconds_since(start_) > case_budget() || seconds_since(run_start_) > options_.run_budget_s ||
            (stop_ && stop_());
   }
 
@@ -130,12 +131,14 @@ class CaseExplorer {
       for (std::int64_t d : in.shape) n = d > 0 && n > options_.max_elements / d ? options_.max_elements + 1 : n * d;
       if (n > options_.max_elements) return {Kind::TooBig, {}};
     }
-    const std::string id = id_at(sizes);
+    return trial_id(id_at(sizes));
+  }
+  Trial trial_id(const std::string& id) {
     auto it = seen_.find(id);
     if (it == seen_.end()) {
       if (out_of_budget()) return {Kind::Budget, {}};
       const double left =
-          std::min(options_.case_budget_s - seconds_since(start_), options_.run_budget_s - seconds_since(run_start_));
+          std::min(case_budget() - seconds_since(start_), options_.run_budget_s - seconds_since(run_start_));
       CaseResult r = run_(id, std::max(left, 0.001));
       ++variants_;
       if (r.phase == kBudgetPhase) return {Kind::Budget, r};  // stopped at the budget: not a verdict
@@ -155,9 +158,15 @@ class CaseExplorer {
   std::vector<std::int64_t> shrink(std::vector<std::int64_t> sizes, std::optional<size_t> keep);
   // Each input in other layouts and at storage offsets, at the declared sizes (explore_layouts.cpp).
   std::optional<ExploreFinding> explore_layouts(bool* budget_spent);
+  // Each size group through its candidates, round robin; a failure shrunk and bisected.
+  std::optional<ExploreFinding> explore_sizes(bool* budget_spent);
   ExploreFinding minimise_layout(size_t input, const CaseResult& first);
+  // The state probes (explore_probes.cpp), in the budget kept for them.
+  std::optional<ExploreFinding> explore_state(bool* budget_spent);
+  std::string repeat_variant() const;
 
   std::string base_;
+  bool random_ = false;
   std::vector<InputShape> inputs_;
   std::vector<SizeGroup> groups_;
   std::vector<std::int64_t> declared_;
@@ -168,6 +177,8 @@ class CaseExplorer {
   const std::function<bool()>& stop_;
   std::map<std::string, CaseResult> seen_;
   int variants_ = 0;
+  // Kept for the state probes: a fifth of the case's budget, at most 8 s.
+  double reserve_ = std::min(options_.case_budget_s / 5, 8.0);
 };
 
 std::optional<ExploreFinding> CaseExplorer::explore(ExploredCase& record) {
@@ -197,15 +208,23 @@ std::optional<ExploreFinding> CaseExplorer::explore(ExploredCase& record) {
   }
   record.explored = true;
   bool budget_spent = false;
-  if (std::optional<ExploreFinding> f = explore_layouts(&budget_spent)) {
+  std::optional<ExploreFinding> f = explore_layouts(&budget_spent);
+  if (!f && !budget_spent) f = explore_sizes(&budget_spent);
+  if (!f && !(stop_ && stop_())) {
+    bool probes_spent = false;
+    f = explore_state(&probes_spent);
+    budget_spent |= probes_spent;
+  }
+  if (f || !budget_spent) {
     done({});
     return f;
   }
-  if (budget_spent) {
-    done(fmt::format("{} after {} variants; no finding", stop_ && stop_() ? "the run was stopped" : "budget spent",
-                     variants_));
-    return std::nullopt;
-  }
+  done(fmt::format("{} after {} variants; no finding", stop_ && stop_() ? "the run was stopped" : "budget spent",
+                   variants_));
+  return std::nullopt;
+}
+
+std::optional<ExploreFinding> CaseExplorer::explore_sizes(bool* budget_spent) {
   std::mt19937_64 rng(options_.seed ^ fnv1a(base_));
   std::vector<std::vector<std::int64_t>> candidates;
   size_t longest = 0;
@@ -222,21 +241,37 @@ std::optional<ExploreFinding> CaseExplorer::explore(ExploredCase& record) {
       const std::int64_t size = candidates[g][k];
       const Trial t = trial(with(declared_, g, size));
       if (t.kind == Kind::Budget) {
-        done(fmt::format("{} after {} variants; no finding", stop_ && stop_() ? "the run was stopped" : "budget spent",
-                         variants_));
+        *budget_spent = true;
         return std::nullopt;
       }
       if (t.kind == Kind::TooBig && size > declared_[g]) exhausted[g] = true;  // growing further only grows it
       if (t.kind == Kind::Pass) passed[g][size] = true;
-      if (t.kind == Kind::Fail) {
-        ExploreFinding f = shrink_and_bisect(g, size, passed[g]);
-        done({});
-        return f;
-      }
+      if (t.kind == Kind::Fail) return shrink_and_bisect(g, size, passed[g]);
     }
   }
-  done({});
   return std::nullopt;
+}
+
+// The passing size variant (declared layouts) with the largest target peak within the repeat
+// probe's bound: a leak in proportion to the tensors shows most there. The declared case when none.
+std::string CaseExplorer::repeat_variant() const {
+  std::string best = base_;
+  std::int64_t most = -1;
+  for (const auto& [id, r] : seen_) {
+    const size_t at = id.find(kVariantMark);
+    if (at == std::string::npos || id.find('+', at) != std::string::npos || id.find(kProbeMark) != std::string::npos ||
+        r.status != Status::Pass || !r.memory || r.memory->peak_allocated > explore_detail::kRepeatPeakBytes)
+      continue;
+    if (r.memory->peak_allocated > most) most = r.memory->peak_allocated, best = id;
+  }
+  return best;
+}
+
+std::optional<ExploreFinding> CaseExplorer::explore_state(bool* budget_spent) {
+  reserve_ = 0;
+  const explore_detail::ProbePlan plan{base_, repeat_variant(), !random_};
+  return explore_detail::explore_state_probes(
+      plan, [this](const std::string& id) { return trial_id(id); }, budget_spent);
 }
 
 std::vector<std::int64_t> CaseExplorer::shrink(std::vector<std::int64_t> sizes, std::optional<size_t> keep) {

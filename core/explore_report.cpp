@@ -56,6 +56,7 @@ nlohmann::json explore_to_json(const ExploreOutcome& outcome, const ExploreOptio
                              {"last_passing", f.last_passing},
                              {"pattern", f.pattern},
                              {"layout", f.layout},
+                             {"probe", f.probe},
                              {"summary", f.summary}});
   return j;
 }
