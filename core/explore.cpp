@@ -212,7 +212,9 @@ std::optional<ExploreFinding> CaseExplorer::explore(ExploredCase& record) {
   if (!f && !budget_spent) f = explore_sizes(&budget_spent);
   if (!f && !(stop_ && stop_())) {
     bool probes_spent = false;
+    const auto probes_start = Clock::now();
     f = explore_state(&probes_spent);
+    record.probe_seconds = seconds_since(probes_start);
     budget_spent |= probes_spent;
   }
   if (f || !budget_spent) {
@@ -253,14 +255,16 @@ std::optional<ExploreFinding> CaseExplorer::explore_sizes(bool* budget_spent) {
 }
 
 // The passing size variant (declared layouts) with the largest target peak within the repeat
-// probe's bound: a leak in proportion to the tensors shows most there. The declared case when none.
+// probe's bounds (its peak and how long it took once): a leak in proportion to the tensors shows
+// most there. The declared case when none.
 std::string CaseExplorer::repeat_variant() const {
   std::string best = base_;
   std::int64_t most = -1;
   for (const auto& [id, r] : seen_) {
     const size_t at = id.find(kVariantMark);
     if (at == std::string::npos || id.find('+', at) != std::string::npos || id.find(kProbeMark) != std::string::npos ||
-        r.status != Status::Pass || !r.memory || r.memory->peak_allocated > explore_detail::kRepeatPeakBytes)
+        r.status != Status::Pass || !r.memory || r.memory->peak_allocated > explore_detail::kRepeatPeakBytes ||
+        r.worker_s > explore_detail::kRepeatVariantSeconds)
       continue;
     if (r.memory->peak_allocated > most) most = r.memory->peak_allocated, best = id;
   }

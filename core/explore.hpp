@@ -57,6 +57,7 @@ struct ExploredCase {
   // The declared case passed and its variants ran (a replayed id: it ran); false when it was not
   // explored at all (no input sizes, the budget, a declared case that does not pass).
   bool explored = false;
+  double probe_seconds = 0;  // of `seconds`, the state probes' (core/explore_probes.hpp)
 };
 
 struct ExploreOutcome {

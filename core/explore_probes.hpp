@@ -1,7 +1,8 @@
 // Explore's state probes (private to core/explore*.cpp): once a case's layouts and sizes pass, it is
 // run after its device's memory was dirtied (`~dirty`), from two threads at once (`~threads2`) and
 // twenty times over with its memory measured (`~repeat20`, at the largest passing size variant that
-// stays within kRepeatPeakBytes, alternating with the declared sizes; core/state_probe.hpp). The
+// stays within kRepeatPeakBytes and kRepeatVariantSeconds, alternating with the declared sizes;
+// core/state_probe.hpp). The
 // first probe that fails is the case's finding, pattern "state".
 #pragma once
 
@@ -22,8 +23,11 @@ struct Trial {
 // One variant (by id) run to its verdict, or given back as Budget when the case's budget is spent.
 using TrialById = std::function<Trial(const std::string& id)>;
 
-// The repeat probe's size variant: the largest passing one whose target peak stays within this.
-inline constexpr std::int64_t kRepeatPeakBytes = std::int64_t{16} << 20;
+// The repeat probe's size variant: the largest passing one whose target peak stays within this
+// (its twenty calls cost about what one variant of that size costs twenty times).
+inline constexpr std::int64_t kRepeatPeakBytes = std::int64_t{8} << 20;
+// ... and whose one run in the worker took at most this long, so the probe stays cheap.
+inline constexpr double kRepeatVariantSeconds = 0.2;
 inline constexpr int kRepeatCalls = 20;
 inline constexpr int kThreads = 2;
 
