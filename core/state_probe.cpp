@@ -193,6 +193,15 @@ std::vector<CaseResult> threads_round(const RegisteredWorkload& w, int n, const 
 // kThreadRounds rounds, so that threads a busy machine did not run together in one round get
 // another chance; the first round whose verdicts are not all passes is the result.
 CaseResult run_threads(const RegisteredWorkload& w, int n, const ExecuteOptions& options) {
+  if (w.workload->is_random() || w.workload->kind() == Kind::Model) {
+    // Their draws (a random op's, a model's weights) come from LibTorch's one global generator,
+    // which threads running at once would share: their sides would no longer agree.
+    CaseResult r;
+    identify(r, w, options.target);
+    r.status = Status::Skip;
+    r.message = "not run on threads: its random draws come from LibTorch's global generator, which they would share";
+    return r;
+  }
   std::vector<CaseResult> results;
   for (int round = 1; round <= kThreadRounds; ++round) {
     results = threads_round(w, n, options);

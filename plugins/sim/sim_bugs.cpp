@@ -492,12 +492,14 @@ std::optional<bool> run_state_classes(const c10::OperatorHandle& op, Stack* s) {
     return true;
   }
   if (planted("leak") && is(op, "aten::bmm")) {
-    // A kernel that stages outputs of up to 8 MiB in a host buffer it never frees; the buffer is
-    // written, so it is resident. At most 1 GiB a process, for the machine's sake.
-    constexpr std::size_t kStaged = std::size_t{8} << 20, kCap = std::size_t{1} << 30;
+    // A kernel that stages its operands and its output in a host buffer (when they take 32 MiB or
+    // less) and never frees it; the buffer is written, so it is resident. At most 1 GiB a process,
+    // for the machine's sake.
+    constexpr std::size_t kStaged = std::size_t{32} << 20, kCap = std::size_t{1} << 30;
     static std::atomic<std::size_t> leaked{0};
+    const std::size_t operands = arg(op, *s, 0).toTensor().nbytes() + arg(op, *s, 1).toTensor().nbytes();
     at::native::cpu_fallback(op, s);
-    const std::size_t bytes = result(*s).nbytes();
+    const std::size_t bytes = operands + result(*s).nbytes();
     // Kept in a list nothing reads, so the compiler cannot drop the allocation as unused.
     static std::mutex kept_mutex;
     static auto* kept = new std::vector<void*>;
