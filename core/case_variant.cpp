@@ -4,15 +4,19 @@
 
 #include <algorithm>
 #include <cctype>
+#include <optional>
 
 namespace mpscheck {
 
 namespace {
 
-// The varied case under its own id; everything else is the plugin's workload at the new sizes.
+// The varied case under its own id; everything else is the plugin's workload at the new sizes (owned),
+// or the declared one itself (a probe of the declared case). A probe's reproducer says first, as a
+// comment, the state the probe ran it in.
 class VariedWorkload final : public Workload {
  public:
-  VariedWorkload(std::string id, std::unique_ptr<Workload> inner) : id_(std::move(id)), inner_(std::move(inner)) {}
+  VariedWorkload(std::string id, std::unique_ptr<Workload> owned, const Workload* declared, StateProbe probe)
+      : id_(std::move(id)), owned_(std::move(owned)), inner_(owned_ ? owned_.get() : declared), probe_(probe) {}
 
   std::string id() const override { return id_; }
   Kind kind() const override { return inner_->kind(); }
@@ -24,7 +28,11 @@ class VariedWorkload final : public Workload {
   std::unique_ptr<Instance> instantiate(const Setup& setup, const Placement& where) const override {
     return inner_->instantiate(setup, where);
   }
-  std::string reproducer(const ReproTarget& target) const override { return inner_->reproducer(target); }
+  std::string reproducer(const ReproTarget& target) const override {
+    std::string script = inner_->reproducer(target);
+    if (script.empty() || probe_.kind == StateProbe::Kind::None) return script;
+    return fmt::format("# {}: {}\n", id_, probe_words(probe_)) + script;
+  }
   std::vector<InputShape> input_shapes() const override { return inner_->input_shapes(); }
   std::unique_ptr<Workload> with_input_shapes(const std::vector<Shape>& shapes) const override {
     return inner_->with_input_shapes(shapes);
@@ -34,8 +42,25 @@ class VariedWorkload final : public Workload {
   }
 
  private:
+  static std::string probe_words(const StateProbe& p) {
+    switch (p.kind) {
+      case StateProbe::Kind::Dirty:
+        return "mpscheck ran it after allocating blocks of up to 72 MiB on the device, filling them with NaN and "
+               "1e30 and freeing them";
+      case StateProbe::Kind::Threads: return fmt::format("mpscheck ran it from {} threads at once", p.count);
+      case StateProbe::Kind::Repeat:
+        return fmt::format(
+            "mpscheck ran it {} times, alternating with the declared sizes, and measured the "
+            "process's memory",
+            p.count);
+      case StateProbe::Kind::None: break;
+    }
+    return "";
+  }
   std::string id_;
-  std::unique_ptr<Workload> inner_;
+  std::unique_ptr<Workload> owned_;
+  const Workload* inner_;
+  StateProbe probe_;
 };
 
 bool all_digits(const std::string& s) {
@@ -92,6 +117,24 @@ InputVariant parse_input(const std::string& text, const std::string& id) {
   return in;
 }
 
+// "dirty", "threads2", "repeat20": the probe after '~'.
+StateProbe parse_probe(const std::string& token, const std::string& id) {
+  const auto counted = [&](const char* word, StateProbe::Kind kind, int lo, int hi) -> std::optional<StateProbe> {
+    const std::string w(word);
+    if (token.rfind(w, 0) != 0 || !all_digits(token.substr(w.size()))) return std::nullopt;
+    const long long n = std::stoll(token.substr(w.size()));
+    if (n < lo || n > hi || token[w.size()] == '0') return std::nullopt;
+    return StateProbe{kind, static_cast<int>(n)};
+  };
+  if (token == "dirty") return {StateProbe::Kind::Dirty, 0};
+  if (auto p = counted("threads", StateProbe::Kind::Threads, 2, 8)) return *p;
+  if (auto p = counted("repeat", StateProbe::Kind::Repeat, 2, 1000)) return *p;
+  throw BadVariantId(
+      fmt::format("case id '{}': '~{}' is not a state probe (~dirty, ~threadsN with N from 2 to 8, or ~repeatN with "
+                  "N from 2 to 1000)",
+                  id, token));
+}
+
 const char* layout_token(InputLayout l) {
   switch (l) {
     case InputLayout::Declared: return "";
@@ -125,6 +168,27 @@ std::string layout_words(InputLayout layout, std::int64_t storage_offset, const 
   return fmt::format("{} at storage offset {}", name, storage_offset);
 }
 
+std::string probe_text(const StateProbe& probe) {
+  switch (probe.kind) {
+    case StateProbe::Kind::Dirty: return "dirty";
+    case StateProbe::Kind::Threads: return fmt::format("threads{}", probe.count);
+    case StateProbe::Kind::Repeat: return fmt::format("repeat{}", probe.count);
+    case StateProbe::Kind::None: break;
+  }
+  return "";
+}
+
+std::string with_probe(const std::string& id, const StateProbe& probe) {
+  if (probe.kind == StateProbe::Kind::None) return id;
+  return id + (id.find(kVariantMark) == std::string::npos ? std::string(1, kVariantMark) : std::string()) + kProbeMark +
+         probe_text(probe);
+}
+
+StateProbe probe_of(const std::string& id) {
+  const std::optional<VariantId> v = parse_variant_id(id);
+  return v ? v->probe : StateProbe{};
+}
+
 std::string sizes_text(const Shape& shape) {
   std::string s;
   for (size_t i = 0; i < shape.size(); ++i) s += fmt::format("{}{}", i ? "x" : "", shape[i]);
@@ -136,10 +200,15 @@ std::optional<VariantId> parse_variant_id(const std::string& id) {
   if (at == std::string::npos) return std::nullopt;
   VariantId v;
   v.base = id.substr(0, at);
-  const std::string rest = id.substr(at + 1);
-  if (v.base.empty() || rest.empty())
-    throw BadVariantId(
-        fmt::format("case id '{}': give the declared case, '@', then NAME=SHAPE[+LAYOUT][+offN][,NAME=...]", id));
+  std::string rest = id.substr(at + 1);
+  if (const size_t tilde = rest.find(kProbeMark); tilde != std::string::npos) {
+    v.probe = parse_probe(rest.substr(tilde + 1), id);
+    rest.erase(tilde);
+  }
+  if (v.base.empty() || (rest.empty() && v.probe.kind == StateProbe::Kind::None))
+    throw BadVariantId(fmt::format(
+        "case id '{}': give the declared case, '@', then NAME=SHAPE[+LAYOUT][+offN][,NAME=...][~PROBE] or ~PROBE", id));
+  if (rest.empty()) return v;
   size_t start = 0;
   for (;;) {
     const size_t comma = rest.find(',', start);
@@ -180,16 +249,26 @@ const RegisteredWorkload* CaseResolver::find(const std::string& id) {
   if (!v) return nullptr;
   const RegisteredWorkload* base = registry_.find(v->base);
   if (!base) return nullptr;
-  const std::vector<InputShape> declared = base->workload->input_shapes();
+  // A probe of the declared case as it is: any case, op or model, may be run in another state.
+  std::unique_ptr<Workload> inner = v->inputs.empty() ? nullptr : made_at(*v, *base, id);
+  // Under the id it was asked by: a worker's result must carry the id the host sent.
+  Made made{std::make_unique<VariedWorkload>(id, std::move(inner), base->workload, v->probe), {}};
+  made.registered = {made.workload.get(), base->plugin};
+  auto [it, inserted] = made_.emplace(id, std::move(made));
+  return &it->second.registered;
+}
+
+std::unique_ptr<Workload> CaseResolver::made_at(const VariantId& v, const RegisteredWorkload& base,
+                                                const std::string& id) {
+  const std::vector<InputShape> declared = base.workload->input_shapes();
   if (declared.empty())
-    throw BadVariantId(
-        fmt::format("case '{}' cannot be made at other sizes (it does not declare its inputs)", v->base));
+    throw BadVariantId(fmt::format("case '{}' cannot be made at other sizes (it does not declare its inputs)", v.base));
   std::vector<InputVariant> inputs;
   for (const auto& d : declared) inputs.push_back({d.shape, InputLayout::Declared, 0});
-  for (const auto& [name, in] : v->inputs) {
+  for (const auto& [name, in] : v.inputs) {
     auto it = std::find_if(declared.begin(), declared.end(), [&](const InputShape& d) { return d.name == name; });
     if (it == declared.end())
-      throw BadVariantId(fmt::format("case id '{}': case '{}' has no input '{}'", id, v->base, name));
+      throw BadVariantId(fmt::format("case id '{}': case '{}' has no input '{}'", id, v.base, name));
     if (in.shape.size() != it->shape.size())
       throw BadVariantId(fmt::format("case id '{}': input '{}' has {} dimensions, not {}", id, name, it->shape.size(),
                                      in.shape.size()));
@@ -201,13 +280,9 @@ const RegisteredWorkload* CaseResolver::find(const std::string& id) {
                                      in.shape.size(), in.shape.size() == 1 ? "" : "s"));
     inputs[static_cast<size_t>(it - declared.begin())] = in;
   }
-  std::unique_ptr<Workload> inner = base->workload->with_inputs(inputs);
-  if (!inner) throw BadVariantId(fmt::format("case '{}' cannot be made at the sizes and layouts of '{}'", v->base, id));
-  // Under the id it was asked by: a worker's result must carry the id the host sent.
-  Made made{std::make_unique<VariedWorkload>(id, std::move(inner)), {}};
-  made.registered = {made.workload.get(), base->plugin};
-  auto [it, inserted] = made_.emplace(id, std::move(made));
-  return &it->second.registered;
+  std::unique_ptr<Workload> inner = base.workload->with_inputs(inputs);
+  if (!inner) throw BadVariantId(fmt::format("case '{}' cannot be made at the sizes and layouts of '{}'", v.base, id));
+  return inner;
 }
 
 }  // namespace mpscheck

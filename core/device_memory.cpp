@@ -165,6 +165,8 @@ std::optional<std::int64_t> process_peak_bytes() {
 #endif
 }
 
+std::optional<std::int64_t> process_resident_bytes() { return process_now(); }
+
 bool reset_process_peak() {
 #if defined(__linux__)
   // "5" resets the resident high-water mark to the current RSS (Linux 4.0+).

@@ -44,6 +44,8 @@ std::string device_name(const c10::Device& device);
 // peak), and resetting it to the current figure where the OS allows (Linux: /proc/self/clear_refs).
 std::optional<std::int64_t> process_peak_bytes();
 bool reset_process_peak();
+// The process's memory now: Linux's resident set (VmRSS), macOS's physical footprint.
+std::optional<std::int64_t> process_resident_bytes();
 
 // Measures one target run from construction to figures(): resets the peaks, and samples the
 // device's allocated and driver memory every millisecond on a thread of its own, so a device

@@ -1,5 +1,7 @@
 #include "core/explore.hpp"
 
+#include "core/explore_probes.hpp"
+#include "core/explore_sizes.hpp"
 #include "core/worker_protocol.hpp"
 
 #include <fmt/format.h>
@@ -17,82 +19,21 @@ namespace mpscheck {
 
 namespace {
 
+using namespace explore_detail;
 using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
-bool is_power_of_two(std::int64_t n) { return n > 0 && (n & (n - 1)) == 0; }
-
-bool is_prime(std::int64_t n) {
-  if (n < 2) return false;
-  for (std::int64_t d = 2; d * d <= n; ++d)
-    if (n % d == 0) return false;
-  return true;
-}
-
-std::int64_t next_prime(std::int64_t n) {
-  std::int64_t p = n + 1;
-  while (!is_prime(p)) ++p;
-  return p;
-}
-
-// One declared size and every place it occurs: varied together, so operands that must agree (an
-// inner dimension K, a batch) still do.
-struct SizeGroup {
-  std::int64_t declared = 0;
-  std::vector<std::pair<size_t, size_t>> at;  // (input, dimension)
-  std::string name;                           // "a[1]=b[0]"
-};
-
-std::vector<SizeGroup> size_groups(const std::vector<InputShape>& inputs) {
-  std::vector<SizeGroup> groups;
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    for (size_t j = 0; j < inputs[i].shape.size(); ++j) {
-      const std::int64_t v = inputs[i].shape[j];
-      if (v < 1) continue;  // an empty dimension stays empty
-      auto g = std::find_if(groups.begin(), groups.end(), [&](const SizeGroup& s) { return s.declared == v; });
-      if (g == groups.end()) g = groups.insert(groups.end(), SizeGroup{v, {}, {}});
-      g->at.emplace_back(i, j);
-      g->name += fmt::format("{}{}[{}]", g->name.empty() ? "" : "=", inputs[i].name, j);
-    }
-  }
-  return groups;
-}
-
-// The sizes tried for a declared size d, in order: the edge cases first (1, 2, 3, its neighbours, the
-// next prime, the powers of two around it and ±1, two seeded odd draws), then d grown by powers of two.
-std::vector<std::int64_t> candidate_sizes(std::int64_t d, std::mt19937_64& rng) {
-  std::vector<std::int64_t> c = {1, 2, 3, d - 1, d + 1, next_prime(d)};
-  std::int64_t p = 1;
-  while (p * 2 <= d) p *= 2;
-  for (std::int64_t q : {p, 2 * p}) c.insert(c.end(), {q - 1, q, q + 1});
-  for (int k = 0; k < 2; ++k) c.push_back(static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(d + 1)) * 2 + 3);
-  for (std::int64_t q = 4 * p; q <= (std::int64_t{1} << 40); q *= 2) c.push_back(q);
-  std::vector<std::int64_t> out;
-  std::set<std::int64_t> seen{d};
-  for (std::int64_t s : c)
-    if (s >= 1 && seen.insert(s).second) out.push_back(s);
-  return out;
-}
-
-std::uint64_t fnv1a(const std::string& s) {
-  std::uint64_t h = 1469598103934665603ULL;
-  for (unsigned char ch : s) h = (h ^ ch) * 1099511628211ULL;
-  return h;
-}
-
 // One declared case being explored: its sizes, the variants it has run, the budget.
 class CaseExplorer {
  public:
-  enum class Kind { Pass, Fail, Invalid, TooBig, Budget };
-  struct Trial {
-    Kind kind = Kind::Budget;
-    CaseResult result;
-  };
+  using Kind = explore_detail::TrialKind;
+  using Trial = explore_detail::Trial;
 
   CaseExplorer(const RegisteredWorkload& w, const RunCase& run, const ExploreOptions& options,
                Clock::time_point run_start, const std::function<bool()>& stop)
       : base_(w.workload->id()),
+        random_(w.workload->is_random()),
         inputs_(w.workload->input_shapes()),
         run_(run),
         options_(options),
@@ -119,8 +60,10 @@ class CaseExplorer {
   std::string id_at(const std::vector<std::int64_t>& sizes) const {
     return variant_id(base_, inputs_, inputs_at(sizes));
   }
+  // The case's budget, less what is kept for the state probes until they run.
+  double case_budget() const { return options_.case_budget_s - reserve_; }
   bool out_of_budget() const {
-    return seconds_since(start_) > options_.case_budget_s || seconds_since(run_start_) > options_.run_budget_s ||
+    return seconds_since(start_) > case_budget() || seconds_since(run_start_) > options_.run_budget_s ||
            (stop_ && stop_());
   }
 
@@ -130,12 +73,14 @@ class CaseExplorer {
       for (std::int64_t d : in.shape) n = d > 0 && n > options_.max_elements / d ? options_.max_elements + 1 : n * d;
       if (n > options_.max_elements) return {Kind::TooBig, {}};
     }
-    const std::string id = id_at(sizes);
+    return trial_id(id_at(sizes));
+  }
+  Trial trial_id(const std::string& id) {
     auto it = seen_.find(id);
     if (it == seen_.end()) {
       if (out_of_budget()) return {Kind::Budget, {}};
       const double left =
-          std::min(options_.case_budget_s - seconds_since(start_), options_.run_budget_s - seconds_since(run_start_));
+          std::min(case_budget() - seconds_since(start_), options_.run_budget_s - seconds_since(run_start_));
       CaseResult r = run_(id, std::max(left, 0.001));
       ++variants_;
       if (r.phase == kBudgetPhase) return {Kind::Budget, r};  // stopped at the budget: not a verdict
@@ -154,15 +99,20 @@ class CaseExplorer {
   // Every size but group `keep`'s as small as the failure at `sizes` allows (1, 2 or half), largest first.
   std::vector<std::int64_t> shrink(std::vector<std::int64_t> sizes, std::optional<size_t> keep);
   // Once every size passed: each dimension's growing sizes timed on both sides for a cliff.
-  std::optional<ExploreFinding> explore_speed(const std::vector<std::map<std::int64_t, bool>>& passed);
+  std::optional<ExploreFinding> explore_speed();
   // Each input in other layouts and at storage offsets, at the declared sizes (explore_layouts.cpp).
   std::optional<ExploreFinding> explore_layouts(bool* budget_spent);
+  // Each size group through its candidates, round robin; a failure shrunk and bisected. Fills passed_.
+  std::optional<ExploreFinding> explore_sizes(bool* budget_spent);
   // The same layouts again with one dimension at another size that passed as declared.
-  std::optional<ExploreFinding> explore_layouts_at_sizes(const std::vector<std::map<std::int64_t, bool>>& passed,
-                                                         bool* budget_spent);
+  std::optional<ExploreFinding> explore_layouts_at_sizes(bool* budget_spent);
   ExploreFinding minimise_layout(size_t input, const CaseResult& first);
+  // The state probes (explore_probes.cpp), in the budget kept for them.
+  std::optional<ExploreFinding> explore_state(bool* budget_spent);
+  std::string repeat_variant() const;
 
   std::string base_;
+  bool random_ = false;
   std::vector<InputShape> inputs_;
   std::vector<SizeGroup> groups_;
   std::vector<std::int64_t> declared_;
@@ -174,6 +124,10 @@ class CaseExplorer {
   std::map<std::string, CaseResult> seen_;
   int variants_ = 0;
   std::string speed_note_;  // why the speed search stopped short
+  // Kept for the state probes: a fifth of the case's budget, at most 8 s.
+  double reserve_ = std::min(options_.case_budget_s / 5, 8.0);
+  // Per size group, the sizes that passed in the declared layouts (explore_sizes).
+  std::vector<std::map<std::int64_t, bool>> passed_;
 };
 
 std::optional<ExploreFinding> CaseExplorer::explore(ExploredCase& record) {
@@ -203,15 +157,30 @@ std::optional<ExploreFinding> CaseExplorer::explore(ExploredCase& record) {
   }
   record.explored = true;
   bool budget_spent = false;
-  if (std::optional<ExploreFinding> f = explore_layouts(&budget_spent)) {
-    done({});
+  std::optional<ExploreFinding> f = explore_layouts(&budget_spent);
+  if (!f && !budget_spent) f = explore_sizes(&budget_spent);
+  // The state probes next, in the budget kept for them: what they catch (a crash, a leak, a wrong
+  // result after a large free) matters more than the speed search, whose many timed calls would
+  // also change the very state they probe.
+  if (!f && !(stop_ && stop_())) {
+    bool probes_spent = false;
+    const auto probes_start = Clock::now();
+    f = explore_state(&probes_spent);
+    record.probe_seconds = seconds_since(probes_start);
+    budget_spent |= probes_spent;
+  }
+  if (!f && !budget_spent) f = explore_layouts_at_sizes(&budget_spent);
+  if (!f && !budget_spent) f = explore_speed();
+  if (f || !budget_spent) {
+    done(f ? std::string() : speed_note_);
     return f;
   }
-  if (budget_spent) {
-    done(fmt::format("{} after {} variants; no finding", stop_ && stop_() ? "the run was stopped" : "budget spent",
-                     variants_));
-    return std::nullopt;
-  }
+  done(fmt::format("{} after {} variants; no finding", stop_ && stop_() ? "the run was stopped" : "budget spent",
+                   variants_));
+  return std::nullopt;
+}
+
+std::optional<ExploreFinding> CaseExplorer::explore_sizes(bool* budget_spent) {
   std::mt19937_64 rng(options_.seed ^ fnv1a(base_));
   std::vector<std::vector<std::int64_t>> candidates;
   size_t longest = 0;
@@ -219,7 +188,8 @@ std::optional<ExploreFinding> CaseExplorer::explore(ExploredCase& record) {
     candidates.push_back(candidate_sizes(g.declared, rng));
     longest = std::max(longest, candidates.back().size());
   }
-  std::vector<std::map<std::int64_t, bool>> passed(groups_.size());
+  passed_.assign(groups_.size(), {});
+  auto& passed = passed_;
   std::vector<bool> exhausted(groups_.size(), false);
   // Round robin over the sizes, so a budget that runs out has tried every one alike.
   for (size_t k = 0; k < longest; ++k) {
@@ -228,39 +198,23 @@ std::optional<ExploreFinding> CaseExplorer::explore(ExploredCase& record) {
       const std::int64_t size = candidates[g][k];
       const Trial t = trial(with(declared_, g, size));
       if (t.kind == Kind::Budget) {
-        done(fmt::format("{} after {} variants; no finding", stop_ && stop_() ? "the run was stopped" : "budget spent",
-                         variants_));
+        *budget_spent = true;
         return std::nullopt;
       }
       if (t.kind == Kind::TooBig && size > declared_[g]) exhausted[g] = true;  // growing further only grows it
       if (t.kind == Kind::Pass) passed[g][size] = true;
-      if (t.kind == Kind::Fail) {
-        ExploreFinding f = shrink_and_bisect(g, size, passed[g]);
-        done({});
-        return f;
-      }
+      if (t.kind == Kind::Fail) return shrink_and_bisect(g, size, passed[g]);
     }
   }
-  bool budget_spent_in_layouts = false;
-  if (std::optional<ExploreFinding> f = explore_layouts_at_sizes(passed, &budget_spent_in_layouts)) {
-    done({});
-    return f;
-  }
-  if (budget_spent_in_layouts) {
-    done(fmt::format("budget spent after {} variants; no finding", variants_));
-    return std::nullopt;
-  }
-  std::optional<ExploreFinding> cliff = explore_speed(passed);
-  done(speed_note_);
-  return cliff;
+  return std::nullopt;
 }
 
-std::optional<ExploreFinding> CaseExplorer::explore_speed(const std::vector<std::map<std::int64_t, bool>>& passed) {
+std::optional<ExploreFinding> CaseExplorer::explore_speed() {
   if (!options_.timed) return std::nullopt;
   for (size_t g = 0; g < groups_.size(); ++g) {
     // The declared size, then the powers of two above it that passed: each at most twice the one before.
     std::vector<std::int64_t> sizes = {declared_[g]};
-    for (const auto& [size, ok] : passed[g])
+    for (const auto& [size, ok] : passed_[g])
       if (ok && size > declared_[g] && is_power_of_two(size) && size <= 2 * sizes.back()) sizes.push_back(size);
     if (sizes.size() < 2) continue;
     std::map<std::int64_t, CaseResult> timed;  // the last timed run at each size
@@ -270,7 +224,7 @@ std::optional<ExploreFinding> CaseExplorer::explore_speed(const std::vector<std:
         return std::nullopt;
       }
       const double left =
-          std::min(options_.case_budget_s - seconds_since(start_), options_.run_budget_s - seconds_since(run_start_));
+          std::min(case_budget() - seconds_since(start_), options_.run_budget_s - seconds_since(run_start_));
       // A time from a busy machine is no measurement: tried again, and the search ends if it stays busy.
       CaseResult r;
       for (int attempt = 0;; ++attempt) {
@@ -316,6 +270,30 @@ std::optional<ExploreFinding> CaseExplorer::explore_speed(const std::vector<std:
   return std::nullopt;
 }
 
+// The passing size variant (declared layouts) with the largest target peak within the repeat
+// probe's bounds (its peak and how long it took once): a leak in proportion to the tensors shows
+// most there. The declared case when none.
+std::string CaseExplorer::repeat_variant() const {
+  std::string best = base_;
+  std::int64_t most = -1;
+  for (const auto& [id, r] : seen_) {
+    const size_t at = id.find(kVariantMark);
+    if (at == std::string::npos || id.find('+', at) != std::string::npos || id.find(kProbeMark) != std::string::npos ||
+        r.status != Status::Pass || !r.memory || r.memory->peak_allocated > explore_detail::kRepeatPeakBytes ||
+        r.worker_s > explore_detail::kRepeatVariantSeconds)
+      continue;
+    if (r.memory->peak_allocated > most) most = r.memory->peak_allocated, best = id;
+  }
+  return best;
+}
+
+std::optional<ExploreFinding> CaseExplorer::explore_state(bool* budget_spent) {
+  reserve_ = 0;
+  const explore_detail::ProbePlan plan{base_, repeat_variant(), !random_};
+  return explore_detail::explore_state_probes(
+      plan, [this](const std::string& id) { return trial_id(id); }, budget_spent);
+}
+
 std::vector<std::int64_t> CaseExplorer::shrink(std::vector<std::int64_t> sizes, std::optional<size_t> keep) {
   std::vector<size_t> others;
   for (size_t h = 0; h < groups_.size(); ++h)
@@ -332,23 +310,6 @@ std::vector<std::int64_t> CaseExplorer::shrink(std::vector<std::int64_t> sizes, 
     }
   }
   return sizes;
-}
-
-// The layouts tried for one input, in order: its own at storage offsets 1, 2 and 3 (odd, even,
-// odd), then transposed (2+ dimensions), channels_last (4) and contiguous, each at offset 0 and 1
-// (channels_last at 2 too), skipping the layout it is declared in.
-std::vector<InputVariant> layout_candidates(const InputShape& in) {
-  std::vector<InputVariant> c;
-  const size_t n = in.shape.size();
-  if (n == 0 || std::any_of(in.shape.begin(), in.shape.end(), [](std::int64_t d) { return d < 1; })) return c;
-  for (std::int64_t off : {1, 2, 3}) c.push_back({{}, InputLayout::Declared, off});
-  if (n >= 2 && in.layout != "transposed")
-    for (std::int64_t off : {0, 1}) c.push_back({{}, InputLayout::Transposed, off});
-  if (n == 4 && in.layout != "channels_last")
-    for (std::int64_t off : {0, 1, 2}) c.push_back({{}, InputLayout::ChannelsLast, off});
-  if (!in.layout.empty() && in.layout != "contiguous")
-    for (std::int64_t off : {0, 1}) c.push_back({{}, InputLayout::Contiguous, off});
-  return c;
 }
 
 std::optional<ExploreFinding> CaseExplorer::explore_layouts(bool* budget_spent) {
@@ -372,8 +333,8 @@ std::optional<ExploreFinding> CaseExplorer::explore_layouts(bool* budget_spent) 
 // passed at in its declared layout and at the next prime above its declared size (an odd size
 // whose tiles end partway), every other dimension as declared. A failure is shrunk and bisected in
 // that dimension with the layout kept, so the finding says both: "with a transposed: wrong from …".
-std::optional<ExploreFinding> CaseExplorer::explore_layouts_at_sizes(
-    const std::vector<std::map<std::int64_t, bool>>& passed, bool* budget_spent) {
+std::optional<ExploreFinding> CaseExplorer::explore_layouts_at_sizes(bool* budget_spent) {
+  const auto& passed = passed_;
   for (size_t g = 0; g < groups_.size(); ++g) {
     std::vector<std::int64_t> sizes;
     if (!passed[g].empty() && passed[g].rbegin()->first > declared_[g]) sizes.push_back(passed[g].rbegin()->first);

@@ -6,8 +6,10 @@
 // worker and the same verdict rules. A failing variant is shrunk (every other size made as small
 // as it still fails) and the failing size bisected against the largest passing one, so the finding
 // says exactly where it starts ("wrong from a[1]=b[0] = 10000; 9999 passes") under a case id that
-// `--filter` accepts in a later explore run. A case whose sizes all pass is then timed at its
-// growing sizes on both sides for a speed cliff (explore_speed.hpp).
+// `--filter` accepts in a later explore run. A case whose layouts and sizes pass is then timed at
+// its growing sizes on both sides for a speed cliff (explore_speed.hpp), and run in other states
+// (core/explore_probes.hpp): after its device's memory was dirtied, from two threads at once, and
+// twenty times over with the process's memory measured.
 #pragma once
 
 #include "core/case_variant.hpp"
@@ -60,6 +62,7 @@ struct ExploreFinding {
   std::string summary;  // one line for the console
   std::string layout;   // pattern "layout": the input and the layout that fails ("x channels_last at storage offset 1")
   CaseResult result;    // the verdict of `id` as the worker gave it (outputs, phase, figures)
+  std::string probe;    // pattern "state": the state probe that fails ("dirty", "threads2", "repeat20")
 };
 
 struct ExploredCase {
@@ -70,6 +73,7 @@ struct ExploredCase {
   // The declared case passed and its variants ran (a replayed id: it ran); false when it was not
   // explored at all (no input sizes, the budget, a declared case that does not pass).
   bool explored = false;
+  double probe_seconds = 0;  // of `seconds`, the state probes' (core/explore_probes.hpp)
 };
 
 struct ExploreOutcome {

@@ -44,7 +44,11 @@ nlohmann::json explore_to_json(const ExploreOutcome& outcome, const ExploreOptio
                   {"run_budget_spent", outcome.run_budget_spent}};
   j["cases"] = nlohmann::json::array();
   for (const auto& c : outcome.cases)
-    j["cases"].push_back({{"id", c.id}, {"variants", c.variants}, {"seconds", c.seconds}, {"note", c.note}});
+    j["cases"].push_back({{"id", c.id},
+                          {"variants", c.variants},
+                          {"seconds", c.seconds},
+                          {"probe_seconds", c.probe_seconds},
+                          {"note", c.note}});
   j["findings"] = nlohmann::json::array();
   for (const auto& f : outcome.findings)
     j["findings"].push_back({{"base", f.base},
@@ -56,6 +60,7 @@ nlohmann::json explore_to_json(const ExploreOutcome& outcome, const ExploreOptio
                              {"last_passing", f.last_passing},
                              {"pattern", f.pattern},
                              {"layout", f.layout},
+                             {"probe", f.probe},
                              {"summary", f.summary}});
   return j;
 }

@@ -7,6 +7,7 @@
 #include "core/execute.hpp"
 #include "core/probe.hpp"
 #include "core/reference_cache.hpp"
+#include "core/state_probe.hpp"
 #include "core/target.hpp"
 #include "core/worker_protocol.hpp"
 
@@ -186,7 +187,9 @@ int worker_main() {
       options.min_time_s = request.time ? w.config.min_time : 0;
       // Written before the phase's work: if the worker dies in it, the host knows whose run it was.
       options.on_phase = [](const std::string& phase) { write_all(kResultFd, phase_message(phase) + "\n"); };
-      result = execute_case(*found, options);
+      // A state probe's id (`BASE@~dirty`) runs the case in that state; any other to its verdict.
+      const std::optional<VariantId> v = parse_variant_id(id);
+      result = run_case_in_state(*found, v ? registry.find(v->base) : nullptr, id, options);
     } else if (result.message.empty()) {
       result.id = id;
       result.status = Status::Error;

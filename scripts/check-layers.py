@@ -68,7 +68,8 @@ CORE_TIERS = [
     ("workloads", ["torchscript_workload.*", "pt2_workload.*", "case_catalog.*"]),
     # Running cases: one case's two sides run and handed to checks/ (execute), the worker process and
     # its probe, the run loop over many, and explore's variants.
-    ("execution", ["execute*", "case_steps.*", "probe.*", "worker.*", "run_loop*", "explore*"]),
+    ("execution", ["execute*", "case_steps.*", "probe.*", "worker.*", "run_loop*", "explore*",
+                   "state_probe.*"]),
     # The program: a run's steps and outputs, the subcommands, main.
     ("commands", ["report_outputs.*", "run_setup.*", "commands.*", "app.*", "main.*"]),
 ]

@@ -52,5 +52,19 @@ at::Tensor planted_convolution(at::Tensor out);
 void at_synchronize();
 // A planted kernel error that surfaces only at the next synchronize (as on a real command queue).
 void defer_error(std::string message);
+// The allocator tells the switchboard of every free (the dirty-state plant counts the large ones).
+void note_free(std::size_t bytes);
+// Held by every sim kernel (the fallback, copies, convolution) while it runs: with the thread plant,
+// a second thread entering one while another is inside aborts the process.
+class KernelScope {
+ public:
+  KernelScope();
+  ~KernelScope();
+  KernelScope(const KernelScope&) = delete;
+  KernelScope& operator=(const KernelScope&) = delete;
+
+ private:
+  bool entered_ = false;
+};
 
 }  // namespace sim

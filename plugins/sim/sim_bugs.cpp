@@ -9,7 +9,9 @@
 #include <c10/util/Exception.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <cstring>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -19,6 +21,7 @@
 #include <set>
 #include <sstream>
 #include <thread>
+#include <vector>
 
 namespace sim {
 
@@ -62,6 +65,10 @@ const std::set<std::string>& known_classes() {
                        // class)
       // Speed class: right results, but no fixed case's size reaches the slow path; explore's speed search must.
       "cliff",  // cumsum of a float tensor 8x slower once the scanned dimension is longer than 4096
+      // State classes: no fixed case runs in their state; `mpscheck explore`'s state probes must.
+      "dirty-state",  // mm: 4 output elements 4% off on its first call after a free of >= 64 MiB on the device
+      "thread",       // a sim kernel entered while another thread is inside one aborts the process
+      "leak",  // bmm leaks a host block the size of its output (up to 8 MiB) per call; the sim's counters miss it
   };
   return classes;
 }
@@ -92,6 +99,14 @@ const std::set<std::string>& switchboard() {
 
 std::mutex g_pending_mutex;
 std::optional<std::string> g_pending_error;
+
+// The dirty-state plant: how many frees of at least kLargeFree bytes the device has seen.
+constexpr std::size_t kLargeFree = std::size_t{64} << 20;
+std::atomic<std::uint64_t> g_large_frees{0};
+
+// The thread plant: threads inside a sim kernel now, and this thread's nesting depth.
+std::atomic<int> g_threads_inside{0};
+thread_local int t_kernel_depth = 0;
 
 using Stack = torch::jit::Stack;
 
@@ -241,6 +256,27 @@ bool planted(const char* bug_class) { return switchboard().count(bug_class) > 0;
 void defer_error(std::string message) {
   std::lock_guard<std::mutex> lock(g_pending_mutex);
   if (!g_pending_error) g_pending_error = std::move(message);
+}
+
+void note_free(std::size_t bytes) {
+  if (bytes >= kLargeFree) g_large_frees.fetch_add(1);
+}
+
+KernelScope::KernelScope() {
+  static const bool on = planted("thread");
+  if (t_kernel_depth++ > 0 || !on) return;
+  entered_ = true;
+  if (g_threads_inside.fetch_add(1) > 0) {
+    // A command encoder shared by every thread, which a second thread corrupts (MPS before 2.x).
+    std::fprintf(stderr, "sim: two threads inside sim kernels at once; the shared command encoder is corrupt\n");
+    std::fflush(stderr);
+    std::abort();
+  }
+}
+
+KernelScope::~KernelScope() {
+  --t_kernel_depth;
+  if (entered_) g_threads_inside.fetch_sub(1);
 }
 
 void at_synchronize() {
@@ -478,11 +514,55 @@ std::optional<bool> run_shape_classes(const c10::OperatorHandle& op, Stack* s) {
   return std::nullopt;
 }
 
+// The state classes, which no fixed case's state reaches: explore's state probes find them.
+std::optional<bool> run_state_classes(const c10::OperatorHandle& op, Stack* s) {
+  if (planted("dirty-state") && is(op, "aten::mm")) {
+    // A kernel that keeps a pointer into a pool the allocator has since released and rebuilt: its
+    // first call after a large free reads four elements' partial sums from stale memory.
+    static std::atomic<std::uint64_t> seen{0};
+    const std::uint64_t frees = g_large_frees.load();
+    if (seen.exchange(frees) == frees) return false;
+    run_then_edit(op, s, [](at::Tensor& host) {
+      if (host.numel() == 0 || !c10::isFloatingType(host.scalar_type())) return;
+      const double rms = std::sqrt(host.to(at::kFloat).square().mean().item<double>());
+      at::Tensor flat = host.view(-1);
+      const int64_t n = flat.numel();
+      for (int64_t k = 0; k < std::min<int64_t>(4, n); ++k) {
+        const int64_t i = (2 * k + 1) * n / 8;
+        flat[i].add_(0.04 * std::max(std::abs(flat[i].item<double>()), std::max(rms, 1.0)));
+      }
+    });
+    return true;
+  }
+  if (planted("leak") && is(op, "aten::bmm")) {
+    // A kernel that stages its operands and its output in a host buffer (when they take 32 MiB or
+    // less) and never frees it; the buffer is written, so it is resident. At most 1 GiB a process,
+    // for the machine's sake.
+    constexpr std::size_t kStaged = std::size_t{32} << 20, kCap = std::size_t{1} << 30;
+    static std::atomic<std::size_t> leaked{0};
+    const std::size_t operands = arg(op, *s, 0).toTensor().nbytes() + arg(op, *s, 1).toTensor().nbytes();
+    at::native::cpu_fallback(op, s);
+    const std::size_t bytes = operands + result(*s).nbytes();
+    // Kept in a list nothing reads, so the compiler cannot drop the allocation as unused.
+    static std::mutex kept_mutex;
+    static auto* kept = new std::vector<void*>;
+    if (bytes > 0 && bytes <= kStaged && leaked.fetch_add(bytes) + bytes <= kCap) {
+      void* p = std::malloc(bytes);
+      if (!p) return true;
+      std::memset(p, 0x5a, bytes);
+      std::lock_guard<std::mutex> lock(kept_mutex);
+      kept->push_back(p);
+    }
+    return true;
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 bool run_planted(const c10::OperatorHandle& op, Stack* s) {
   if (switchboard().empty()) return false;
-  for (auto* classes : {run_failure_classes, run_subtle_classes, run_shape_classes})
+  for (auto* classes : {run_failure_classes, run_subtle_classes, run_shape_classes, run_state_classes})
     if (const std::optional<bool> ran = classes(op, s)) return *ran;
   if (planted("ulp-noise") && is_noisy(op)) {
     const at::Tensor exact = widened_result(op, *s);  // before the op: an in-place one changes self

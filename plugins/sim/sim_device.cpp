@@ -81,6 +81,7 @@ void release(void* ctx) {
     g_stats.current -= b->bytes;
     g_stats.reserved -= b->mapped;
   }
+  note_free(b->bytes);
   ::munmap(b->base, b->mapped);
   delete b;
 }
@@ -295,6 +296,7 @@ at::Tensor host_alias(const at::Tensor& t) {
 
 at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool) {
   if (self.numel() == 0) return dst;
+  KernelScope kernel;
   Access open({self, dst});
   at::Tensor host_dst = host_alias(dst);
   // The conjugate and negative bits travel with the copy (see the fallthrough below).
@@ -328,6 +330,7 @@ auto timed_kernel(Fn fn) {
 at::Tensor convolution(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias,
                        c10::SymIntArrayRef stride, c10::SymIntArrayRef padding, c10::SymIntArrayRef dilation,
                        bool transposed, c10::SymIntArrayRef output_padding, c10::SymInt groups) {
+  KernelScope kernel;
   const std::optional<at::Tensor> host_bias =
       bias && bias->defined() ? std::optional<at::Tensor>(to_host(*bias)) : std::nullopt;
   const at::Tensor in = to_host(input), w = to_host(weight);
@@ -376,6 +379,7 @@ at::Tensor index(const at::Tensor& self, const c10::List<std::optional<at::Tenso
 }
 
 void fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+  KernelScope kernel;
   if (run_planted(op, stack)) return;
   at::native::cpu_fallback(op, stack);
 }

@@ -276,7 +276,8 @@ TEST(Explore, FindingsBecomeFailingCasesUnderTheirVariantIdAndTheRestPassOrSkip)
 }
 
 // A variant still running when the case's budget runs out is stopped (the runner is given what is
-// left of it) and is no finding; exploring the case stops there.
+// left of it) and is no finding; exploring the case's layouts and sizes stops there, and the three
+// state probes run in the part of the budget kept for them.
 TEST(Explore, AVariantIsGivenOnlyWhatIsLeftOfTheBudgetAndStoppingItIsNoFinding) {
   const ShapedCase mm("op/linalg/mm/f32/contiguous/forward", {{"a", {24, 40}}, {"b", {40, 16}}});
   std::vector<double> limits;
@@ -298,13 +299,13 @@ TEST(Explore, AVariantIsGivenOnlyWhatIsLeftOfTheBudgetAndStoppingItIsNoFinding) 
   std::ostringstream log;
   const ExploreOutcome out = explore_cases({{&mm, no_plugin()}}, {}, run, options, log);
   EXPECT_TRUE(out.findings.empty());
-  ASSERT_EQ(runs, 5);
+  ASSERT_EQ(runs, 8);
   for (double l : limits) {
     EXPECT_GT(l, 0);
     EXPECT_LE(l, 20.0);  // the run's budget is the shorter
   }
   ASSERT_EQ(out.cases.size(), 1u);
-  EXPECT_EQ(out.cases[0].note, "budget spent after 5 variants; no finding");
+  EXPECT_EQ(out.cases[0].note, "budget spent after 8 variants; no finding");
   const auto results = explore_case_results(out);
   ASSERT_EQ(results.size(), 1u);
   EXPECT_NE(results[0].status, Status::Mismatch);

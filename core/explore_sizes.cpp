@@ -1,0 +1,74 @@
+#include "core/explore_sizes.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <set>
+
+namespace mpscheck::explore_detail {
+
+bool is_power_of_two(std::int64_t n) { return n > 0 && (n & (n - 1)) == 0; }
+
+bool is_prime(std::int64_t n) {
+  if (n < 2) return false;
+  for (std::int64_t d = 2; d * d <= n; ++d)
+    if (n % d == 0) return false;
+  return true;
+}
+
+std::int64_t next_prime(std::int64_t n) {
+  std::int64_t p = n + 1;
+  while (!is_prime(p)) ++p;
+  return p;
+}
+
+std::vector<SizeGroup> size_groups(const std::vector<InputShape>& inputs) {
+  std::vector<SizeGroup> groups;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    for (size_t j = 0; j < inputs[i].shape.size(); ++j) {
+      const std::int64_t v = inputs[i].shape[j];
+      if (v < 1) continue;  // an empty dimension stays empty
+      auto g = std::find_if(groups.begin(), groups.end(), [&](const SizeGroup& s) { return s.declared == v; });
+      if (g == groups.end()) g = groups.insert(groups.end(), SizeGroup{v, {}, {}});
+      g->at.emplace_back(i, j);
+      g->name += fmt::format("{}{}[{}]", g->name.empty() ? "" : "=", inputs[i].name, j);
+    }
+  }
+  return groups;
+}
+
+std::vector<std::int64_t> candidate_sizes(std::int64_t d, std::mt19937_64& rng) {
+  std::vector<std::int64_t> c = {1, 2, 3, d - 1, d + 1, next_prime(d)};
+  std::int64_t p = 1;
+  while (p * 2 <= d) p *= 2;
+  for (std::int64_t q : {p, 2 * p}) c.insert(c.end(), {q - 1, q, q + 1});
+  for (int k = 0; k < 2; ++k) c.push_back(static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(d + 1)) * 2 + 3);
+  for (std::int64_t q = 4 * p; q <= (std::int64_t{1} << 40); q *= 2) c.push_back(q);
+  std::vector<std::int64_t> out;
+  std::set<std::int64_t> seen{d};
+  for (std::int64_t s : c)
+    if (s >= 1 && seen.insert(s).second) out.push_back(s);
+  return out;
+}
+
+std::uint64_t fnv1a(const std::string& s) {
+  std::uint64_t h = 1469598103934665603ULL;
+  for (unsigned char ch : s) h = (h ^ ch) * 1099511628211ULL;
+  return h;
+}
+
+std::vector<InputVariant> layout_candidates(const InputShape& in) {
+  std::vector<InputVariant> c;
+  const size_t n = in.shape.size();
+  if (n == 0 || std::any_of(in.shape.begin(), in.shape.end(), [](std::int64_t d) { return d < 1; })) return c;
+  for (std::int64_t off : {1, 2, 3}) c.push_back({{}, InputLayout::Declared, off});
+  if (n >= 2 && in.layout != "transposed")
+    for (std::int64_t off : {0, 1}) c.push_back({{}, InputLayout::Transposed, off});
+  if (n == 4 && in.layout != "channels_last")
+    for (std::int64_t off : {0, 1, 2}) c.push_back({{}, InputLayout::ChannelsLast, off});
+  if (!in.layout.empty() && in.layout != "contiguous")
+    for (std::int64_t off : {0, 1}) c.push_back({{}, InputLayout::Contiguous, off});
+  return c;
+}
+
+}  // namespace mpscheck::explore_detail

@@ -1,0 +1,41 @@
+// Explore's sizes and layouts (private to core/explore*.cpp): which declared sizes are one size
+// group (varied together), the sizes tried for each, and the layouts tried for each input.
+#pragma once
+
+#include "core/case_variant.hpp"
+
+#include <cstdint>
+#include <random>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace mpscheck::explore_detail {
+
+bool is_power_of_two(std::int64_t n);
+bool is_prime(std::int64_t n);
+std::int64_t next_prime(std::int64_t n);
+
+// One declared size and every place it occurs: varied together, so operands that must agree (an
+// inner dimension K, a batch) still do.
+struct SizeGroup {
+  std::int64_t declared = 0;
+  std::vector<std::pair<size_t, size_t>> at;  // (input, dimension)
+  std::string name;                           // "a[1]=b[0]"
+};
+
+std::vector<SizeGroup> size_groups(const std::vector<InputShape>& inputs);
+
+// The sizes tried for a declared size d, in order: the edge cases first (1, 2, 3, its neighbours, the
+// next prime, the powers of two around it and ±1, two seeded odd draws), then d grown by powers of two.
+std::vector<std::int64_t> candidate_sizes(std::int64_t d, std::mt19937_64& rng);
+
+// FNV-1a of a case id: its seed for the drawn sizes.
+std::uint64_t fnv1a(const std::string& s);
+
+// The layouts tried for one input, in order: its own at storage offsets 1, 2 and 3 (odd, even,
+// odd), then transposed (2+ dimensions), channels_last (4) and contiguous, each at offset 0 and 1
+// (channels_last at 2 too), skipping the layout it is declared in.
+std::vector<InputVariant> layout_candidates(const InputShape& in);
+
+}  // namespace mpscheck::explore_detail
