@@ -22,10 +22,10 @@ struct Explored {
 };
 
 inline Explored explore_on_sim(const std::vector<std::string>& filters, const std::string& bugs, const std::string& dir,
-                               const std::vector<std::string>& extra = {}) {
+                               const std::vector<std::string>& extra = {}, const std::string& run_budget = kBudget) {
   std::vector<std::string> args = {"explore",        "--target",         "sim",   "--plugin-dir",
                                    sim_plugin_dir(), "--explore-budget", kBudget, "--explore-run-budget",
-                                   kBudget};
+                                   run_budget};
   args.insert(args.end(), extra.begin(), extra.end());
   for (const auto& f : filters) args.insert(args.end(), {"--filter", f});
   const auto start = std::chrono::steady_clock::now();

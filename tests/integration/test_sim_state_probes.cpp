@@ -5,7 +5,7 @@
 // the size of its operands and output per call). For each, explore of one case finds it within its budget under
 // the probe's id (`BASE@~dirty`, `BASE@~threads2`, `BASE@...~repeat20`), with the status that says
 // what happened; --filter ID replays it; and with no plant the same cases give no finding.
-#include "sim_common.hpp"
+#include "explore_common.hpp"
 
 #include <gtest/gtest.h>
 
@@ -15,35 +15,10 @@ using namespace mpscheck::testing;
 
 namespace {
 
-// What explore may spend on each case and on each run, in seconds.
-constexpr const char* kBudget = "60";
-
 const std::string kMm = "op/linalg/mm/f32/contiguous/forward";
 // The leak class's case: matmul of batches reaches the sim's bmm; its size search grows no output
 // quadratically (bmm's own does, to GiBs).
 const std::string kBatched = "op/linalg/matmul_batched/f32/contiguous/forward";
-
-struct Explored {
-  CommandResult r;
-  nlohmann::json report;
-  double seconds = 0;
-};
-
-Explored explore_on_sim(const std::vector<std::string>& filters, const std::string& bugs, const std::string& dir,
-                        const std::string& run_budget = kBudget) {
-  std::vector<std::string> args = {"explore",        "--target",         "sim",   "--plugin-dir",
-                                   sim_plugin_dir(), "--explore-budget", kBudget, "--explore-run-budget",
-                                   run_budget};
-  for (const auto& f : filters) args.insert(args.end(), {"--filter", f});
-  const auto start = std::chrono::steady_clock::now();
-  Explored e;
-  e.r = run_mpscheck(args, dir,
-                     bugs.empty() ? std::vector<std::string>{} : std::vector<std::string>{"MPSCHECK_SIM_BUGS=" + bugs});
-  e.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  e.report = read_json_file(dir + "/mpscheck-report/explore.json");
-  std::cout << "explore " << (bugs.empty() ? "(no plant)" : bugs) << ": " << e.seconds << " s\n" << e.r.out;
-  return e;
-}
 
 // Explores `base` under the plant `bug`: one finding, of the state pattern, from `probe`, with
 // `status`; then replays its id and expects the same status. Returns the finding.
@@ -116,7 +91,7 @@ TEST(SimStateProbes, ALeakPerCallIsFoundByTheRepeatProbeAsAMemoryFinding) {
 TEST(SimStateProbes, WithNoPlantTheProbesRunAndFindNothing) {
   const std::string dir = fresh_dir("sim-state-control");
   // Both cases, each with its own 60 s.
-  const Explored e = explore_on_sim({"^" + kMm + "$", "^" + kBatched + "$"}, "", dir, "120");
+  const Explored e = explore_on_sim({"^" + kMm + "$", "^" + kBatched + "$"}, "", dir, {}, "120");
   EXPECT_EQ(e.r.exit_code, 0) << e.r.err << e.r.out;
   EXPECT_TRUE(e.report.at("findings").empty()) << e.report.dump(2);
   ASSERT_EQ(e.report.at("cases").size(), 2u);
