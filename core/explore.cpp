@@ -54,7 +54,7 @@ class CaseExplorer {
     for (size_t i = 0; i < inputs_.size(); ++i)
       in.push_back({inputs_[i].shape, layouts_[i].layout, layouts_[i].storage_offset});
     for (size_t g = 0; g < groups_.size(); ++g)
-      for (const auto& [i, j] : groups_[g].at) in[i].shape[j] = sizes[g];
+      for (const SizePlace& p : groups_[g].at) in[p.input].shape[p.dim] = p.factor * sizes[g];
     return in;
   }
   std::string id_at(const std::vector<std::int64_t>& sizes) const {

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <optional>
 #include <set>
 
 namespace mpscheck::explore_detail {
@@ -22,18 +23,57 @@ std::int64_t next_prime(std::int64_t n) {
   return p;
 }
 
+namespace {
+
+// A tied dimension follows another; it sets none (no chains, no cycles).
+bool is_tied(const InputShape& in, size_t dim) {
+  return std::any_of(in.ties.begin(), in.ties.end(), [&](const SizeTie& t) { return t.dim == dim; });
+}
+
+bool is_pinned(const InputShape& in, size_t dim) {
+  return std::any_of(in.ties.begin(), in.ties.end(), [&](const SizeTie& t) { return t.dim == dim && t.of.empty(); });
+}
+
+// The tie that sets inputs[i]'s dimension j from a dimension of another input, if it is a valid one.
+std::optional<std::pair<SizePlace, SizePlace>> tie_of(const std::vector<InputShape>& inputs, size_t i, size_t j) {
+  for (const SizeTie& t : inputs[i].ties) {
+    if (t.dim != j || t.factor < 1) continue;
+    for (size_t k = 0; k < inputs.size(); ++k)
+      if (k != i && inputs[k].name == t.of && t.of_dim < inputs[k].shape.size() && !is_tied(inputs[k], t.of_dim) &&
+          inputs[k].shape[t.of_dim] >= 1 && inputs[k].shape[t.of_dim] * t.factor == inputs[i].shape[j])
+        return std::pair{SizePlace{i, j, t.factor}, SizePlace{k, t.of_dim, 1}};
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
 std::vector<SizeGroup> size_groups(const std::vector<InputShape>& inputs) {
   std::vector<SizeGroup> groups;
+  auto group_of = [&](std::int64_t v) {
+    auto g = std::find_if(groups.begin(), groups.end(), [&](const SizeGroup& s) { return s.declared == v; });
+    return g == groups.end() ? groups.insert(groups.end(), SizeGroup{v, {}, {}}) : g;
+  };
+  auto add = [&](SizeGroup& g, const SizePlace& p) {
+    g.at.push_back(p);
+    g.name += fmt::format("{}{}[{}]", g.name.empty() ? "" : "=", inputs[p.input].name, p.dim);
+    if (p.factor != 1) g.name += fmt::format("/{}", p.factor);
+  };
+  std::vector<SizePlace> tied;
   for (size_t i = 0; i < inputs.size(); ++i) {
     for (size_t j = 0; j < inputs[i].shape.size(); ++j) {
       const std::int64_t v = inputs[i].shape[j];
       if (v < 1) continue;  // an empty dimension stays empty
-      auto g = std::find_if(groups.begin(), groups.end(), [&](const SizeGroup& s) { return s.declared == v; });
-      if (g == groups.end()) g = groups.insert(groups.end(), SizeGroup{v, {}, {}});
-      g->at.emplace_back(i, j);
-      g->name += fmt::format("{}{}[{}]", g->name.empty() ? "" : "=", inputs[i].name, j);
+      if (is_pinned(inputs[i], j)) continue;
+      if (auto tie = tie_of(inputs, i, j)) {
+        tied.push_back(tie->first);
+        group_of(inputs[tie->second.input].shape[tie->second.dim]);  // its group exists, in input order
+        continue;
+      }
+      add(*group_of(v), {i, j, 1});
     }
   }
+  for (const SizePlace& p : tied) add(*group_of(inputs[p.input].shape[p.dim] / p.factor), p);
   return groups;
 }
 

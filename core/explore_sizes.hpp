@@ -16,14 +16,23 @@ bool is_power_of_two(std::int64_t n);
 bool is_prime(std::int64_t n);
 std::int64_t next_prime(std::int64_t n);
 
-// One declared size and every place it occurs: varied together, so operands that must agree (an
-// inner dimension K, a batch) still do.
-struct SizeGroup {
-  std::int64_t declared = 0;
-  std::vector<std::pair<size_t, size_t>> at;  // (input, dimension)
-  std::string name;                           // "a[1]=b[0]"
+// A dimension of one input that a size group sets: to `factor` x the group's size.
+struct SizePlace {
+  size_t input = 0, dim = 0;
+  std::int64_t factor = 1;
 };
 
+// One declared size and every place it occurs: varied together, so operands that must agree (an
+// inner dimension K, a batch) still do. A dimension tied to a multiple of it (SizeTie) follows it.
+struct SizeGroup {
+  std::int64_t declared = 0;
+  std::vector<SizePlace> at;
+  std::string name;  // "a[1]=b[0]"; a multiple as "h[1]=w_ih[0]/4"
+};
+
+// The groups of equal declared sizes, then each tied dimension moved into the group of the
+// dimension it is tied to; a pinned dimension is in no group. A tie that names no input, no
+// dimension or a size its declaration does not hold is ignored (that dimension is varied on its own).
 std::vector<SizeGroup> size_groups(const std::vector<InputShape>& inputs);
 
 // The sizes tried for a declared size d, in order: the edge cases first (1, 2, 3, its neighbours, the

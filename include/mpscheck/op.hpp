@@ -66,7 +66,8 @@ struct Arg {
   // Elements of storage before the tensor's own (it is sliced out of a longer buffer, whose head
   // is zeros); the layout then views it there. 0 for every declared case; `mpscheck explore` sets it.
   int64_t storage_offset = 0;
-  bool grad = true;  // floating args get a gradient in backward cases
+  bool grad = true;                // floating args get a gradient in backward cases
+  std::vector<SizeTie> ties = {};  // see sized_as
 
   static Arg randn(std::string name, std::vector<int64_t> shape) { return Arg{std::move(name), std::move(shape)}; }
   static Arg uniform(std::string name, std::vector<int64_t> shape, double lo, double hi) {
@@ -112,6 +113,19 @@ struct Arg {
   }
   Arg& of(c10::ScalarType t) {
     dtype = t;
+    return *this;
+  }
+  // Its dimension `dim` is `factor` times arg `other`'s dimension `other_dim`, whatever size
+  // `mpscheck explore` gives that one: w_ih.sized_as(0, "h", 1, 4) keeps an LSTM cell's gate rows
+  // at 4 x its hidden size.
+  Arg& sized_as(size_t dim, std::string other, size_t other_dim, int64_t factor = 1) {
+    ties.push_back({dim, std::move(other), other_dim, factor});
+    return *this;
+  }
+  // Its dimension `dim` keeps its declared size in `mpscheck explore`: a count the op's other
+  // arguments fix (an LSTM state's layers x directions), which no other size would be valid for.
+  Arg& pinned(size_t dim) {
+    ties.push_back({dim, {}, 0, 1});
     return *this;
   }
 };

@@ -11,6 +11,7 @@
 #include <ATen/ATen.h>
 #include <boost/config.hpp>
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -38,6 +39,17 @@ struct Setup {
   bool quick = false;  // small shapes and few steps, for CI and tests
 };
 
+// A dimension whose size the op ties to another input's: shape[dim] == factor * `of`.shape[of_dim]
+// (an LSTM's weight rows are 4 x its hidden size), or, with `of` empty, to its declared size (a
+// count other arguments fix: an LSTM state's layers x directions). `mpscheck explore` keeps the tie
+// when it varies sizes, rather than feeding the op shapes it was never meant to take.
+struct SizeTie {
+  std::size_t dim = 0;
+  std::string of;  // the other input's name; empty: pinned as declared
+  std::size_t of_dim = 0;
+  std::int64_t factor = 1;
+};
+
 // One tensor input of a case as declared: its name and logical shape (what the op sees, whatever
 // its layout in memory). `mpscheck explore` reads them to make the same case at other sizes.
 struct InputShape {
@@ -46,6 +58,9 @@ struct InputShape {
   // Its declared layout in memory: "contiguous", "transposed", "sliced", "channels_last",
   // "expanded"; empty when the workload does not say.
   std::string layout;
+  // Its dimensions tied to other inputs' (equal declared sizes are varied together anyway; a tie
+  // says so for a multiple).
+  std::vector<SizeTie> ties = {};
 };
 
 // A layout `mpscheck explore` may give an input in place of its declared one.

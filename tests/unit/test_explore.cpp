@@ -2,6 +2,7 @@
 // a failure and where its bisection lands, and the variant ids it makes and resolves.
 #include "core/case_variant.hpp"
 #include "core/explore.hpp"
+#include "core/explore_sizes.hpp"
 
 #include <gtest/gtest.h>
 
@@ -94,6 +95,57 @@ TEST(Explore, AThresholdInASharedDimensionIsBisectedExactlyAndTheRestShrunk) {
   EXPECT_EQ(f.first_failing, 10000);
   EXPECT_EQ(f.last_passing, 9999);
   EXPECT_EQ(f.pattern, "from");
+}
+
+// A GRU cell's gate rows are 3 x its hidden size. CPU's cell broadcasts a mismatched gate block
+// without a word while a fused target cell refuses it, so a shape that breaks the tie is a false
+// finding, not a bug; explore keeps the declared tie and still bisects a planted hidden-size bug.
+TEST(Explore, ATiedDimensionFollowsItsMultipleAndNeverBreaksTheTie) {
+  InputShape w_ih{"w_ih", {36, 8}, "contiguous", {{0, "h", 1, 3}}};
+  InputShape b_ih{"b_ih", {36}, "contiguous", {{0, "h", 1, 3}}};
+  const ShapedCase gru("op/recurrent/gru_cell/f32/contiguous/forward", {{"x", {3, 8}}, {"h", {3, 12}}, w_ih, b_ih});
+  const auto groups = explore_detail::size_groups(gru.input_shapes());
+  ASSERT_EQ(groups.size(), 3u);
+  EXPECT_EQ(groups[2].name, "h[1]=w_ih[0]/3=b_ih[0]/3");
+  EXPECT_EQ(groups[2].declared, 12);
+
+  int broken = 0;
+  const auto out = explore_with(gru, [&](const auto& s) {
+    if (s.at("w_ih")[0] != 3 * s.at("h")[1] || s.at("b_ih")[0] != 3 * s.at("h")[1]) ++broken;
+    return s.at("w_ih")[0] != 3 * s.at("h")[1] || s.at("h")[1] >= 100;
+  });
+  EXPECT_EQ(broken, 0);
+  ASSERT_EQ(out.findings.size(), 1u);
+  EXPECT_EQ(out.findings[0].dimension, "h[1]=w_ih[0]/3=b_ih[0]/3");
+  EXPECT_EQ(out.findings[0].first_failing, 100);
+  EXPECT_EQ(out.findings[0].last_passing, 99);
+  EXPECT_NE(out.findings[0].id.find("w_ih=300x1"), std::string::npos) << out.findings[0].id;
+}
+
+TEST(Explore, ATieThatItsDeclarationDoesNotHoldIsIgnored) {
+  InputShape w{"w", {35, 8}, "contiguous", {{0, "h", 1, 3}}};
+  const auto groups = explore_detail::size_groups({{"h", {3, 12}}, w});
+  std::vector<std::string> names;
+  for (const auto& g : groups) names.push_back(g.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"h[0]", "h[1]", "w[0]", "w[1]"}));
+}
+
+// An LSTM's state holds one row per layer: CPU reads the first rows of a longer state, a target may
+// refuse it. A pinned dimension is never varied, and the rest still are.
+TEST(Explore, APinnedDimensionKeepsItsDeclaredSize) {
+  InputShape h{"h", {1, 3, 12}, "contiguous", {{0, "", 0, 1}}};
+  const ShapedCase lstm("op/recurrent/lstm/f32/contiguous/forward", {{"x", {5, 3, 8}}, h});
+  int varied = 0, runs = 0;
+  const auto out = explore_with(
+      lstm,
+      [&](const auto& s) {
+        varied += s.at("h")[0] != 1;
+        return s.at("h")[0] != 1;
+      },
+      &runs);
+  EXPECT_EQ(varied, 0);
+  EXPECT_GT(runs, 20);
+  EXPECT_TRUE(out.findings.empty());
 }
 
 TEST(Explore, APowerOfTwoOnlyFailureIsNamedSo) {

@@ -42,7 +42,7 @@ class OpWorkload final : public Workload {
 
   std::vector<InputShape> input_shapes() const override {
     std::vector<InputShape> shapes;
-    for (const Arg& a : def_.args) shapes.push_back({a.name, a.shape, layout_name(a.layout)});
+    for (const Arg& a : def_.args) shapes.push_back({a.name, a.shape, layout_name(a.layout), a.ties});
     return shapes;
   }
   // The args keep their fill, dtype and layout; only their shapes change (the layout views the

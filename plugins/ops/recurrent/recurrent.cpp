@@ -26,10 +26,12 @@ const std::string kPyCellWeights = pyw("w_ih") + ", " + pyw("w_hh") + ", " + pyw
 std::vector<Arg> cell_args(int64_t gates, bool lstm) {
   std::vector<Arg> a = {Arg::randn("x", {kBatch, kIn}), Arg::randn("h", {kBatch, kHidden})};
   if (lstm) a.push_back(Arg::randn("c", {kBatch, kHidden}));
-  a.push_back(weight("w_ih", {gates * kHidden, kIn}));
-  a.push_back(weight("w_hh", {gates * kHidden, kHidden}));
-  a.push_back(weight("b_ih", {gates * kHidden}));
-  a.push_back(weight("b_hh", {gates * kHidden}));
+  // The gate rows stay `gates` x the hidden size at any size explore tries: CPU's cells broadcast a
+  // mismatched gate block without a word, which would make a target that refuses it look wrong.
+  a.push_back(weight("w_ih", {gates * kHidden, kIn}).sized_as(0, "h", 1, gates));
+  a.push_back(weight("w_hh", {gates * kHidden, kHidden}).sized_as(0, "h", 1, gates));
+  a.push_back(weight("b_ih", {gates * kHidden}).sized_as(0, "h", 1, gates));
+  a.push_back(weight("b_hh", {gates * kHidden}).sized_as(0, "h", 1, gates));
   return a;
 }
 
@@ -53,8 +55,9 @@ std::vector<Arg> layer_args(const Layer& l, std::vector<std::string>& weight_nam
   std::vector<Arg> a;
   a.push_back(Arg::randn(
       "x", l.batch_first ? std::vector<int64_t>{kBatch, kSeq, kIn} : std::vector<int64_t>{kSeq, kBatch, kIn}));
-  a.push_back(Arg::randn("h", {l.layers * dirs(l), kBatch, kHidden}));
-  if (l.lstm) a.push_back(Arg::randn("c", {l.layers * dirs(l), kBatch, kHidden}));
+  // The states hold one row per layer and direction; CPU reads the first rows of a longer one.
+  a.push_back(Arg::randn("h", {l.layers * dirs(l), kBatch, kHidden}).pinned(0));
+  if (l.lstm) a.push_back(Arg::randn("c", {l.layers * dirs(l), kBatch, kHidden}).pinned(0));
   for (int64_t layer = 0; layer < l.layers; ++layer) {
     const int64_t in = layer == 0 ? kIn : kHidden * dirs(l);
     for (int64_t d = 0; d < dirs(l); ++d) {
@@ -65,7 +68,10 @@ std::vector<Arg> layer_args(const Layer& l, std::vector<std::string>& weight_nam
                                                                      {"b_ih", {l.gates * kHidden}},
                                                                      {"b_hh", {l.gates * kHidden}}}) {
         weight_names.push_back(stem + suffix);
-        a.push_back(weight(stem + suffix, shape));
+        Arg arg = weight(stem + suffix, shape);
+        arg.sized_as(0, "h", 2, l.gates);  // as in the cells
+        if (stem == "w_ih" && layer > 0) arg.sized_as(1, "h", 2, dirs(l));
+        a.push_back(std::move(arg));
       }
     }
   }
