@@ -1,5 +1,7 @@
 #include "checks/recommend.hpp"
 
+#include "checks/memory.hpp"
+
 #include <fmt/format.h>
 
 namespace mpscheck {
@@ -14,6 +16,14 @@ void recommend(CaseResult& r) {
     r.recommendation = Recommendation::KeepOnCpu;
     r.reason =
         "the target has no kernel for part of it: LibTorch ran that on the CPU, so there is no target result or time";
+    return;
+  }
+  if (r.status == Status::Memory && r.memory && r.memory->growth_per_call >= 0) {
+    r.recommendation = Recommendation::Blocked;
+    r.reason = fmt::format(
+        "memory grows by {} with every call and is never given back: a long run or a training loop runs out of "
+        "memory whatever its batch size; keep this on CPU until it is fixed",
+        bytes_text(r.memory->growth_per_call));
     return;
   }
   if (r.status == Status::Memory) {

@@ -87,6 +87,10 @@ struct MemoryFigures {
   // What the device recommends a process keep its working set under (MPS: Metal's
   // recommendedMaxWorkingSetSize; elsewhere the device's total memory).
   std::int64_t recommended_max = -1;
+  // Set only by explore's repeat probe (`~repeatN`) when memory grew with every call: how much a
+  // call kept (the process's resident bytes, or the device's allocated ones). A leak, which no
+  // smaller batch cures, unlike a case that needs more memory than the device has.
+  std::int64_t growth_per_call = -1;
 };
 
 struct CaseResult {

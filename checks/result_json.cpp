@@ -126,6 +126,7 @@ void to_json(nlohmann::json& j, const MemoryFigures& m) {
        {"driver_peak_bytes", bytes(m.driver_peak)},
        {"process_peak_bytes", bytes(m.process_peak)},
        {"recommended_max_bytes", bytes(m.recommended_max)}};
+  if (m.growth_per_call >= 0) j["growth_per_call_bytes"] = m.growth_per_call;
 }
 
 void from_json(const nlohmann::json& j, MemoryFigures& m) {
@@ -135,6 +136,7 @@ void from_json(const nlohmann::json& j, MemoryFigures& m) {
   m.driver_peak = bytes_from(j, "driver_peak_bytes");
   m.process_peak = bytes_from(j, "process_peak_bytes");
   m.recommended_max = bytes_from(j, "recommended_max_bytes");
+  m.growth_per_call = bytes_from(j, "growth_per_call_bytes");
 }
 
 void to_json(nlohmann::json& j, const CaseResult& r) {

@@ -242,8 +242,9 @@ MemoryNow memory_now(const c10::Device& device) {
 }
 
 // "RSS grew 41.0 MiB over 18 calls (2.3 MiB per call) while the sim's allocated bytes stayed at
-// 0 B", or "" within the allowance.
-std::string growth(const MemoryNow& a, const MemoryNow& b, int calls, const c10::Device& device) {
+// 0 B", or "" within the allowance; *per_call is then what each call kept.
+std::string growth(const MemoryNow& a, const MemoryNow& b, int calls, const c10::Device& device,
+                   std::int64_t* per_call) {
   const std::int64_t process = a.process >= 0 && b.process >= 0 ? b.process - a.process : 0;
   const std::int64_t dev = a.device >= 0 && b.device >= 0 ? b.device - a.device : 0;
   const bool process_leaks = process > kLeakAllowanceBytes + kLeakPerCallBytes * calls;
@@ -256,6 +257,7 @@ std::string growth(const MemoryNow& a, const MemoryNow& b, int calls, const c10:
                                bytes_text(b.device));
   const std::string what = process_leaks ? "RSS" : fmt::format("the {}'s allocated bytes", device_word(device));
   const std::int64_t grew = process_leaks ? process : dev;
+  *per_call = grew / std::max(calls, 1);
   return fmt::format("{} grew {} over {} calls ({} per call) while {}; the allowance is {} plus {} per call", what,
                      mib(grew), calls, mib(grew / std::max(calls, 1)),
                      process_leaks ? dev_text : fmt::format("RSS grew {}", mib(process)),
@@ -300,8 +302,11 @@ CaseResult run_repeat(const RegisteredWorkload& w, const RegisteredWorkload* dec
   }
   const int measured = n - 1 - warm;
   if (measured <= 0) return r;
-  if (std::string grew = growth(before, after, measured, device); !grew.empty()) {
+  std::int64_t per_call = 0;
+  if (std::string grew = growth(before, after, measured, device, &per_call); !grew.empty()) {
     r.status = Status::Memory;
+    if (!r.memory) r.memory.emplace();
+    r.memory->growth_per_call = per_call;
     r.phase = "target";
     r.message = "memory grows with repetition: " + grew;
     return r;

@@ -4,6 +4,7 @@
 #include "checks/errors.hpp"
 #include "checks/memory.hpp"
 #include "checks/recommend.hpp"
+#include "checks/result_json.hpp"
 #include "core/device_memory.hpp"
 #include "reports/reporter.hpp"
 #include "reports/writers.hpp"
@@ -61,6 +62,35 @@ TEST(MemoryRule, APassOverTheRecommendedMaximumIsAMemoryFindingWithBothFigures) 
   EXPECT_EQ(r.recommendation, Recommendation::ReduceMemory);
   EXPECT_STREQ(to_string(r.recommendation), "reduce memory");
   EXPECT_NE(r.reason.find("smaller batch"), std::string::npos) << r.reason;
+}
+
+// A leak is a memory finding too, but no smaller batch cures it: told apart by its typed growth
+// figure (not by its message), it is blocked, and the figure survives report.json.
+TEST(MemoryRule, ALeakIsBlockedNotToldToReduceMemory) {
+  CaseResult r;
+  r.id = "op/linalg/matmul_batched/f32/contiguous/forward@a=64x16x32,b=64x32x16~repeat20";
+  r.status = Status::Memory;
+  r.message = "memory grows with repetition: RSS grew 40.0 MiB over 17 calls (2.35 MiB per call)";
+  r.memory.emplace();
+  r.memory->growth_per_call = 2464 * 1024;
+  recommend(r);
+  EXPECT_EQ(r.recommendation, Recommendation::Blocked);
+  EXPECT_EQ(r.reason.find("smaller batch"), std::string::npos) << r.reason;
+  EXPECT_NE(r.reason.find("grows by 2.41 MiB with every call"), std::string::npos) << r.reason;
+
+  const CaseResult back = nlohmann::json(r).get<CaseResult>();
+  ASSERT_TRUE(back.memory);
+  EXPECT_EQ(back.memory->growth_per_call, 2464 * 1024);
+  CaseResult again = back;
+  recommend(again);
+  EXPECT_EQ(again.recommendation, Recommendation::Blocked);
+
+  // Without the figure (a case over the device's memory) the advice is the batch size, and the
+  // figure is not written at all.
+  r.memory->growth_per_call = -1;
+  recommend(r);
+  EXPECT_EQ(r.recommendation, Recommendation::ReduceMemory);
+  EXPECT_FALSE(nlohmann::json(*r.memory).contains("growth_per_call_bytes"));
 }
 
 TEST(MemoryRule, UnderTheMaximumOrWithoutOneNothingChanges) {
