@@ -67,8 +67,10 @@ const std::string kPyRow0Masked = "torch.cat([torch.ones_like(mask[:, :1]), mask
 
 // Multi-head attention, batch first: packed in-projection, heads split, attention, out-projection.
 std::vector<Arg> mha_args(bool key_padding) {
-  std::vector<Arg> a = {Arg::randn("x", {kB, kL, kE}), Arg::randn("w_in", {3 * kE, kE}), Arg::randn("b_in", {3 * kE}),
-                        Arg::randn("w_out", {kE, kE}), Arg::randn("b_out", {kE})};
+  // The packed in-projection holds q, k and v: 3 x the embedding's rows at any size explore tries.
+  std::vector<Arg> a = {Arg::randn("x", {kB, kL, kE}), Arg::randn("w_in", {3 * kE, kE}).sized_as(0, "x", 2, 3),
+                        Arg::randn("b_in", {3 * kE}).sized_as(0, "x", 2, 3), Arg::randn("w_out", {kE, kE}),
+                        Arg::randn("b_out", {kE})};
   if (key_padding) a.push_back(Arg::mask("kpm", {kB, kL}));
   return a;
 }
