@@ -1,5 +1,7 @@
 #include "core/commands.hpp"
 
+#include "checks/recommend.hpp"
+
 #include "core/case_variant.hpp"
 #include "core/environment.hpp"
 #include "core/execute.hpp"
@@ -305,6 +307,9 @@ Written write_explore_reports(const Config& cfg, const ResolvedTarget& target, c
                                               {"explore", settings},
                                               {"complete", complete}});
   report.cases = explore_case_results(outcome);
+  // Each case gets its advice as in a run: what a user should do about a finding (a leak is
+  // blocked, a cliff keeps the case on the CPU) is what the reports lead with.
+  for (CaseResult& c : report.cases) recommend(c);
   const ReproTarget rt = repro_target(target.spec, cfg.seed, cfg.quick);
   const ReportContext ctx{report,
                           cfg.report_path(),

@@ -86,6 +86,14 @@ TEST(SimStateProbes, ALeakPerCallIsFoundByTheRepeatProbeAsAMemoryFinding) {
   EXPECT_NE(message.find("while the sim's allocated bytes stayed at"), std::string::npos) << message;
   const std::string summary = f.at("summary");
   EXPECT_EQ(summary.rfind("process memory grows when it runs 20 times at ", 0), 0u) << summary;
+  // In the regular report the leak is blocked (no smaller batch cures it), with its growth per call.
+  const auto cases =
+      report_cases(std::string(MPSCHECK_BUILD_DIR) + "/test-tmp/sim-state-leak");  // found_by_probe's run
+  ASSERT_TRUE(cases.count(id)) << id;
+  const nlohmann::json& c = cases.at(id);
+  EXPECT_EQ(c.at("recommendation"), "blocked") << c.dump(2);
+  EXPECT_NE(c.at("reason").get<std::string>().find("with every call"), std::string::npos) << c.dump(2);
+  EXPECT_GT(c.at("memory").at("growth_per_call_bytes").get<std::int64_t>(), 1 << 20) << c.dump(2);
 }
 
 TEST(SimStateProbes, WithNoPlantTheProbesRunAndFindNothing) {
