@@ -55,6 +55,8 @@ class CaseExplorer {
       in.push_back({inputs_[i].shape, layouts_[i].layout, layouts_[i].storage_offset});
     for (size_t g = 0; g < groups_.size(); ++g)
       for (const SizePlace& p : groups_[g].at) in[p.input].shape[p.dim] = p.factor * sizes[g];
+    for (InputVariant& v : in)
+      if (v.layout == InputLayout::CpuScalar) v.shape.clear();  // 0-dim, whatever the sizes
     return in;
   }
   std::string id_at(const std::vector<std::int64_t>& sizes) const {
@@ -314,7 +316,7 @@ std::vector<std::int64_t> CaseExplorer::shrink(std::vector<std::int64_t> sizes, 
 
 std::optional<ExploreFinding> CaseExplorer::explore_layouts(bool* budget_spent) {
   for (size_t i = 0; i < inputs_.size(); ++i) {
-    for (const InputVariant& candidate : layout_candidates(inputs_[i])) {
+    for (const InputVariant& candidate : layout_candidates(inputs_, i)) {
       layouts_[i] = candidate;
       const Trial t = trial(declared_);
       if (t.kind == Kind::Fail) return minimise_layout(i, t.result);
@@ -342,7 +344,7 @@ std::optional<ExploreFinding> CaseExplorer::explore_layouts_at_sizes(bool* budge
     if (passed[g].count(prime) && (sizes.empty() || sizes.front() != prime)) sizes.push_back(prime);
     for (std::int64_t size : sizes) {
       for (size_t i = 0; i < inputs_.size(); ++i) {
-        for (const InputVariant& candidate : layout_candidates(inputs_[i])) {
+        for (const InputVariant& candidate : layout_candidates(inputs_, i)) {
           layouts_[i] = candidate;
           const Trial t = trial(with(declared_, g, size));
           if (t.kind == Kind::Budget) {
