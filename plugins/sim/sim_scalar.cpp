@@ -30,7 +30,7 @@ bool is_sim(const c10::IValue& v) { return v.isTensor() && v.toTensor().defined(
 std::optional<bool> run_scalar_classes(const c10::OperatorHandle& op, torch::jit::Stack* s) {
   if (!planted("cpu-scalar") || !is_mul(op) || op.schema().arguments().size() < 2) return std::nullopt;
   // A kernel that passes the host scalar to the device as a half, whatever the tensor's dtype: the
-  // product is off by the scalar's float16 rounding (up to 2^-11 of it, a few hundred float32 units).
+  // product is off by the scalar's float16 rounding (up to 2^-11 of it, some 4,000 float32 units).
   const size_t first = s->size() - op.schema().arguments().size();
   for (size_t i : {first, first + 1}) {
     const size_t other = i == first ? first + 1 : first;
