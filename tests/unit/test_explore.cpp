@@ -288,6 +288,25 @@ TEST(Explore, CpuScalarIsOfferedOnlyForAFloatingInputBesideAnother) {
   EXPECT_EQ(cpu_scalars({a, empty}, 1), 0);   // empty
 }
 
+// An op that takes no CPU scalar (clamp's self beside device bounds) is refused by PyTorch's own
+// device check on the target, as on CUDA: no finding. A wrong value with one, or that error
+// without one, still is.
+TEST(Explore, PyTorchsDeviceCheckRefusingACpuScalarIsNoFinding) {
+  CaseResult r;
+  r.id = "op/binary/clamp_tensor/f32/contiguous/forward@a=+cpu,b=1x1,hi=1x1";
+  r.status = Status::Error;
+  r.phase = "target";
+  r.message = "Expected all tensors to be on the same device, but found at least two devices, sim:0 and cpu!";
+  EXPECT_FALSE(explore_failure(r));
+  CaseResult wrong = r;
+  wrong.status = Status::Mismatch;
+  wrong.message = "out: 1 of 1 elements outside tolerance";
+  EXPECT_TRUE(explore_failure(wrong));
+  CaseResult declared = r;
+  declared.id = "op/binary/clamp_tensor/f32/contiguous/forward@b=1x1";
+  EXPECT_TRUE(explore_failure(declared));
+}
+
 // The sim's `cpu-scalar` class: mul wrong when either operand is a CPU 0-dim tensor, at any size.
 // The finding is the smallest case that shows it, the scalar named in words; the declared layout
 // at those sizes passes.
