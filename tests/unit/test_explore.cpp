@@ -289,7 +289,7 @@ TEST(Explore, CpuScalarIsOfferedOnlyForAFloatingInputBesideAnother) {
 }
 
 // An op that takes no CPU scalar (clamp's self beside device bounds) is refused by PyTorch's own
-// device check on the target, as on CUDA: no finding. A wrong value with one, or that error
+// device check on the target, not by a kernel: no finding. A wrong value with one, or that error
 // without one, still is.
 TEST(Explore, PyTorchsDeviceCheckRefusingACpuScalarIsNoFinding) {
   CaseResult r;
