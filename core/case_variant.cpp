@@ -95,10 +95,11 @@ InputVariant parse_input(const std::string& text, const std::string& id) {
   for (;;) {
     const size_t next = text.find('+', start);
     const std::string token = text.substr(start, next == std::string::npos ? std::string::npos : next - start);
-    const InputLayout layout = token == "c"    ? InputLayout::Contiguous
-                               : token == "t"  ? InputLayout::Transposed
-                               : token == "cl" ? InputLayout::ChannelsLast
-                                               : InputLayout::Declared;
+    const InputLayout layout = token == "c"     ? InputLayout::Contiguous
+                               : token == "t"   ? InputLayout::Transposed
+                               : token == "cl"  ? InputLayout::ChannelsLast
+                               : token == "cpu" ? InputLayout::CpuScalar
+                                                : InputLayout::Declared;
     if (layout != InputLayout::Declared && !layout_named) {
       in.layout = layout;
       layout_named = true;
@@ -107,13 +108,18 @@ InputVariant parse_input(const std::string& text, const std::string& id) {
       in.storage_offset = std::stoll(token.substr(3));
     } else {
       throw BadVariantId(
-          fmt::format("case id '{}': '+{}' is not a layout (+c, +t or +cl, once) or a storage offset "
+          fmt::format("case id '{}': '+{}' is not a layout (+c, +t, +cl or +cpu, once) or a storage offset "
                       "(+offN, N from 1 to 2^30, once)",
                       id, token));
     }
     if (next == std::string::npos) break;
     start = next + 1;
   }
+  if (in.layout == InputLayout::CpuScalar && !in.shape.empty())
+    throw BadVariantId(
+        fmt::format("case id '{}': '{}': +cpu makes the input a 0-dim tensor, so it has no shape "
+                    "(NAME=+cpu)",
+                    id, text));
   return in;
 }
 
@@ -141,6 +147,7 @@ const char* layout_token(InputLayout l) {
     case InputLayout::Contiguous: return "c";
     case InputLayout::Transposed: return "t";
     case InputLayout::ChannelsLast: return "cl";
+    case InputLayout::CpuScalar: return "cpu";
   }
   return "";
 }
@@ -157,6 +164,7 @@ std::string layout_words(InputLayout layout, std::int64_t storage_offset, const 
   const std::string name = layout == InputLayout::Contiguous     ? "contiguous"
                            : layout == InputLayout::Transposed   ? "transposed"
                            : layout == InputLayout::ChannelsLast ? "channels_last"
+                           : layout == InputLayout::CpuScalar    ? "as a 0-dim tensor on the CPU"
                            : declared.empty()                    ? "as declared"
                                                                  : declared;
   if (storage_offset <= 0) return name;
@@ -269,7 +277,12 @@ std::unique_ptr<Workload> CaseResolver::made_at(const VariantId& v, const Regist
     auto it = std::find_if(declared.begin(), declared.end(), [&](const InputShape& d) { return d.name == name; });
     if (it == declared.end())
       throw BadVariantId(fmt::format("case id '{}': case '{}' has no input '{}'", id, v.base, name));
-    if (in.shape.size() != it->shape.size())
+    if (in.layout == InputLayout::CpuScalar && (it->shape.empty() || !it->floating))
+      throw BadVariantId(fmt::format(
+          "case id '{}': input '{}' cannot be +cpu (a 0-dim tensor on the CPU): only a floating input of 1 or more "
+          "dimensions can",
+          id, name));
+    if (in.layout != InputLayout::CpuScalar && in.shape.size() != it->shape.size())
       throw BadVariantId(fmt::format("case id '{}': input '{}' has {} dimensions, not {}", id, name, it->shape.size(),
                                      in.shape.size()));
     if (in.layout == InputLayout::ChannelsLast && in.shape.size() != 4)

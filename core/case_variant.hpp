@@ -2,10 +2,11 @@
 // '@', then each input that differs from its declaration, its shape then any layout and storage
 // offset: `op/linalg/mm/f32/contiguous/forward@a=1x10000,b=10000x1`,
 // `op/pool/avg_pool2d/f32/contiguous/forward@x=1x2x2x2+cl+off1`. Layouts: `+c` contiguous, `+t`
-// the last two dimensions transposed in memory, `+cl` channels_last; `+offN` starts the input N
-// elements into its storage. A state probe follows the inputs after '~' (the inputs may be absent):
-// `BASE@~dirty` (run after the device's memory was dirtied), `BASE@~threads2` (run from 2 threads at
-// once), `BASE@a=2048x16x32,b=2048x32x16~repeat20` (run 20 times, the process's memory measured;
+// the last two dimensions transposed in memory, `+cl` channels_last, `+cpu` a 0-dim tensor left
+// on the CPU (no shape: `@a=+cpu`); `+offN` starts the input N elements into its storage. A state
+// probe follows the inputs after '~' (the inputs may be absent): `BASE@~dirty` (run after the
+// device's memory was dirtied), `BASE@~threads2` (run from 2 threads at once),
+// `BASE@a=2048x16x32,b=2048x32x16~repeat20` (run 20 times, the process's memory measured;
 // core/state_probe.hpp). The id holds no regex metacharacter, so `--filter ID` selects exactly it in
 // a later explore run; the host and every worker resolve it the same way, from the declared case.
 #pragma once

@@ -89,7 +89,9 @@ ExploreOutcome explore_cases(const std::vector<RegisteredWorkload>& cases, const
                              const RunCase& run, const ExploreOptions& options, std::ostream& log,
                              const std::function<bool()>& stop = {});
 
-// Whether a result is a finding of the target's (not a variant the CPU reference cannot run).
+// Whether a result is a finding of the target's: not a variant the CPU reference cannot run, nor a
+// CPU 0-dim operand (+cpu) that PyTorch's device check refuses on the target ("Expected all tensors
+// to be on the same device": an op that takes no CPU scalar there).
 bool explore_failure(const CaseResult& r);
 
 // The run as case results, for the regular reports (JSON, JUnit, Markdown, HTML): each finding

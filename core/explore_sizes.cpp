@@ -97,7 +97,8 @@ std::uint64_t fnv1a(const std::string& s) {
   return h;
 }
 
-std::vector<InputVariant> layout_candidates(const InputShape& in) {
+std::vector<InputVariant> layout_candidates(const std::vector<InputShape>& inputs, size_t i) {
+  const InputShape& in = inputs[i];
   std::vector<InputVariant> c;
   const size_t n = in.shape.size();
   if (n == 0 || std::any_of(in.shape.begin(), in.shape.end(), [](std::int64_t d) { return d < 1; })) return c;
@@ -108,6 +109,8 @@ std::vector<InputVariant> layout_candidates(const InputShape& in) {
     for (std::int64_t off : {0, 1, 2}) c.push_back({{}, InputLayout::ChannelsLast, off});
   if (!in.layout.empty() && in.layout != "contiguous")
     for (std::int64_t off : {0, 1}) c.push_back({{}, InputLayout::Contiguous, off});
+  // Beside another input, which stays on the device: alone, the op would run on the CPU.
+  if (in.floating && inputs.size() > 1) c.push_back({{}, InputLayout::CpuScalar, 0});
   return c;
 }
 

@@ -66,6 +66,9 @@ struct Arg {
   // Elements of storage before the tensor's own (it is sliced out of a longer buffer, whose head
   // is zeros); the layout then views it there. 0 for every declared case; `mpscheck explore` sets it.
   int64_t storage_offset = 0;
+  // A 0-dim tensor (shape {}) kept on the CPU on every side, the target's too: a scalar operand
+  // beside the device's tensors. False for every declared case; `mpscheck explore` sets it.
+  bool cpu_scalar = false;
   bool grad = true;                // floating args get a gradient in backward cases
   std::vector<SizeTie> ties = {};  // see sized_as
 

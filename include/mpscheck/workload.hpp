@@ -61,6 +61,9 @@ struct InputShape {
   // Its dimensions tied to other inputs' (equal declared sizes are varied together anyway; a tie
   // says so for a multiple).
   std::vector<SizeTie> ties = {};
+  // A floating-point tensor that with_inputs can also give as a 0-dim tensor on the CPU
+  // (InputLayout::CpuScalar).
+  bool floating = false;
 };
 
 // A layout `mpscheck explore` may give an input in place of its declared one.
@@ -69,6 +72,9 @@ enum class InputLayout : std::uint8_t {
   Contiguous,    // row-major
   Transposed,    // the last two dimensions swapped in memory (2+ dimensions)
   ChannelsLast,  // NCHW viewed over NHWC memory (4 dimensions)
+  // A 0-dim tensor (its shape empty) that stays on the CPU on every side, the target's included:
+  // PyTorch takes a CPU 0-dim tensor as a scalar operand beside device tensors.
+  CpuScalar,
 };
 
 // One input of a variant: its logical shape, its layout, and how many elements into its storage

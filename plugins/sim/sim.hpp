@@ -8,6 +8,7 @@
 #include <ATen/core/stack.h>
 
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -45,6 +46,9 @@ void set_memory_limit(std::size_t bytes);
 bool planted(const char* bug_class);
 // Runs a planted kernel for `op` if one is switched on and applies; false: run the plain fallback.
 bool run_planted(const c10::OperatorHandle& op, torch::jit::Stack* stack);
+// The scalar-operand class (sim_scalar.cpp): nothing when it does not apply to `op`; false when it
+// changed the stack and the plain fallback should run on it.
+std::optional<bool> run_scalar_classes(const c10::OperatorHandle& op, torch::jit::Stack* stack);
 // The convolution kernel (sim_device.cpp) hands its host result here for the planted classes
 // that change values (scale, ulp-noise); returns it, edited in place.
 at::Tensor planted_convolution(at::Tensor out);

@@ -224,3 +224,45 @@ TEST(SimExplore, AFindingsIdGivesAPythonReproducerAtItsSizes) {
     EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
   }
 }
+
+// The sim's `cpu-scalar` class: mul on the sim device uses a CPU 0-dim operand rounded to float16.
+// Every fixed case moves all its inputs to the device (a Python number, a * 1.75, reaches the op as a
+// wrapped number, which the plant leaves alone), so the catalog alone passes; explore's +cpu layout
+// finds it at the smallest sizes, the scalar named.
+TEST(SimExplore, ACpuZeroDimOperandIsFoundWithTheScalarNamedAndTheCatalogAloneMissesIt) {
+  const std::string catalog = fresh_dir("sim-cpu-scalar-catalog");
+  const auto c = run_mpscheck(on_sim({"--filter", "^op/binary/mul"}), catalog, {"MPSCHECK_SIM_BUGS=cpu-scalar"});
+  EXPECT_EQ(c.exit_code, 0) << c.err << c.out;
+  EXPECT_EQ(count_findings(read_json_file(catalog + "/mpscheck-report/report.json")), 0) << c.out;
+
+  const std::string dir = fresh_dir("sim-explore-cpu-scalar");
+  const std::string base = "op/binary/mul/f32/contiguous/forward";
+  const Explored e = explore_on_sim({"^" + base + "$"}, "cpu-scalar", dir);
+  EXPECT_EQ(e.r.exit_code, 1) << e.r.err << e.r.out;
+  const auto findings = by_base(e.report);
+  ASSERT_EQ(findings.size(), 1u) << e.report.dump(2);
+  const auto& f = findings.at(base);
+  const std::string id = base + "@a=+cpu,b=2x1";
+  EXPECT_EQ(f.at("id"), id);
+  EXPECT_EQ(f.at("pattern"), "layout");
+  EXPECT_EQ(f.at("layout"), "a as a 0-dim tensor on the CPU");
+  EXPECT_EQ(f.at("status"), "mismatch");
+  EXPECT_EQ(f.at("summary"), "wrong for a as a 0-dim tensor on the CPU; a contiguous passes");
+  EXPECT_LT(e.seconds, 60) << "the budget is " << kBudget << " s";
+
+  // The id replays as a finding; with no plant it passes (the sim takes the CPU scalar honestly).
+  EXPECT_EQ(explore_on_sim({id}, "cpu-scalar", fresh_dir("sim-cpu-scalar-replay")).r.exit_code, 1);
+  EXPECT_EQ(explore_on_sim({id}, "", fresh_dir("sim-cpu-scalar-honest")).r.exit_code, 0);
+
+  // The reproducer leaves the scalar on the CPU, a 0-dim tensor of the drawn value.
+  const auto repro = run_mpscheck({"repro", id, "--script", "--target", "cpu"}, dir);
+  ASSERT_EQ(repro.exit_code, 0) << repro.err;
+  EXPECT_NE(repro.out.find("base = torch.tensor((torch.randn([], generator=gen)).item(), dtype=dtype)"),
+            std::string::npos)
+      << repro.out;
+  std::ofstream(dir + "/case.py") << repro.out << "\na = make_inputs('meta', torch.float32)[1]['a']\n"
+                                  << "print('scalar', a.device, a.dim(), a.dtype)\n";
+  const auto py = run_shell("python3 case.py", dir);
+  ASSERT_EQ(py.exit_code, 0) << py.err << "\n(the test needs python3 with torch: scripts/install-deps.sh)";
+  EXPECT_NE(py.out.find("scalar cpu 0 torch.float32"), std::string::npos) << py.out;
+}

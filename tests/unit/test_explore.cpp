@@ -230,6 +230,106 @@ TEST(Explore, LayoutIdsRoundTripAndBadOnesSayWhy) {
   }
 }
 
+// A CPU 0-dim operand: `NAME=+cpu`, no shape (the input is 0-dim whatever its declaration), and
+// `+offN` with it (a 0-dim view into a longer CPU buffer); a shape with it, or +cpu twice, is refused.
+TEST(Explore, CpuScalarIdsRoundTripAndBadOnesSayWhy) {
+  const std::vector<InputShape> declared = {{"a", {48, 64}, "contiguous", {}, true},
+                                            {"b", {48, 64}, "contiguous", {}, true}};
+  const std::string base = "op/binary/mul/f32/contiguous/forward";
+  const std::string id = variant_id(
+      base, declared, std::vector<InputVariant>{{{}, InputLayout::CpuScalar, 0}, {{1, 1}, InputLayout::Declared, 0}});
+  EXPECT_EQ(id, base + "@a=+cpu,b=1x1");
+  const auto v = parse_variant_id(id);
+  ASSERT_TRUE(v);
+  ASSERT_EQ(v->inputs.size(), 2u);
+  EXPECT_EQ(v->inputs[0].name, "a");
+  EXPECT_TRUE(v->inputs[0].input.shape.empty());
+  EXPECT_EQ(v->inputs[0].input.layout, InputLayout::CpuScalar);
+  EXPECT_EQ(v->inputs[0].input.storage_offset, 0);
+  EXPECT_EQ(variant_id(base, declared, {v->inputs[0].input, v->inputs[1].input}), id);
+  const auto off = parse_variant_id(base + "@b=+cpu+off2");
+  ASSERT_TRUE(off);
+  EXPECT_EQ(off->inputs[0].input.layout, InputLayout::CpuScalar);
+  EXPECT_EQ(off->inputs[0].input.storage_offset, 2);
+  EXPECT_EQ(layout_text(InputLayout::CpuScalar, 2), "+cpu+off2");
+  EXPECT_EQ(layout_words(InputLayout::CpuScalar, 0, "contiguous"), "as a 0-dim tensor on the CPU");
+  for (const char* bad : {"op/a@x=2x3+cpu", "op/a@x=+cpu+cpu", "op/a@x=+cpu+t", "op/a@x=1+cpu"}) {
+    try {
+      parse_variant_id(bad);
+      ADD_FAILURE() << bad << " was accepted";
+    } catch (const BadVariantId& e) {
+      EXPECT_NE(std::string(e.what()).find(bad), std::string::npos) << e.what();
+    }
+  }
+}
+
+// +cpu is offered once per input, last, and only where it makes sense: a floating input of 1 or
+// more dimensions beside another input (alone, the whole op would run on the CPU).
+TEST(Explore, CpuScalarIsOfferedOnlyForAFloatingInputBesideAnother) {
+  auto cpu_scalars = [](const std::vector<InputShape>& in, size_t i) {
+    const auto c = explore_detail::layout_candidates(in, i);
+    const auto n =
+        std::count_if(c.begin(), c.end(), [](const InputVariant& v) { return v.layout == InputLayout::CpuScalar; });
+    if (n > 0) {
+      EXPECT_EQ(c.back().layout, InputLayout::CpuScalar);
+      EXPECT_EQ(c.back().storage_offset, 0);
+    }
+    return n;
+  };
+  const InputShape a{"a", {48, 64}, "contiguous", {}, true}, v{"v", {7}, "contiguous", {}, true},
+      mask{"m", {48, 64}, "contiguous", {}, false}, zero_d{"s", {}, "contiguous", {}, true},
+      empty{"e", {0, 4}, "contiguous", {}, true};
+  EXPECT_EQ(cpu_scalars({a, v}, 0), 1);
+  EXPECT_EQ(cpu_scalars({a, v}, 1), 1);
+  EXPECT_EQ(cpu_scalars({a, mask}, 0), 1);
+  EXPECT_EQ(cpu_scalars({a, mask}, 1), 0);    // not floating
+  EXPECT_EQ(cpu_scalars({a}, 0), 0);          // alone
+  EXPECT_EQ(cpu_scalars({a, zero_d}, 1), 0);  // 0-dim already
+  EXPECT_EQ(cpu_scalars({a, empty}, 1), 0);   // empty
+}
+
+// An op that takes no CPU scalar (clamp's self beside device bounds) is refused by PyTorch's own
+// device check on the target, not by a kernel: no finding. A wrong value with one, or that error
+// without one, still is.
+TEST(Explore, PyTorchsDeviceCheckRefusingACpuScalarIsNoFinding) {
+  CaseResult r;
+  r.id = "op/binary/clamp_tensor/f32/contiguous/forward@a=+cpu,b=1x1,hi=1x1";
+  r.status = Status::Error;
+  r.phase = "target";
+  r.message = "Expected all tensors to be on the same device, but found at least two devices, sim:0 and cpu!";
+  EXPECT_FALSE(explore_failure(r));
+  CaseResult wrong = r;
+  wrong.status = Status::Mismatch;
+  wrong.message = "out: 1 of 1 elements outside tolerance";
+  EXPECT_TRUE(explore_failure(wrong));
+  CaseResult declared = r;
+  declared.id = "op/binary/clamp_tensor/f32/contiguous/forward@b=1x1";
+  EXPECT_TRUE(explore_failure(declared));
+}
+
+// The sim's `cpu-scalar` class: mul wrong when either operand is a CPU 0-dim tensor, at any size.
+// The finding is the smallest case that shows it, the scalar named in words; the declared layout
+// at those sizes passes.
+TEST(Explore, ACpuScalarOperandFailureIsMinimisedAndNamed) {
+  const ShapedCase mul("op/binary/mul/f32/contiguous/forward",
+                       {{"a", {48, 64}, "contiguous", {}, true}, {"b", {48, 64}, "contiguous", {}, true}});
+  std::vector<std::string> ran;
+  const auto out = explore_layouts_with(
+      mul,
+      [](const auto& in) {
+        return in.at("a").layout == InputLayout::CpuScalar || in.at("b").layout == InputLayout::CpuScalar;
+      },
+      &ran);
+  ASSERT_EQ(out.findings.size(), 1u);
+  const ExploreFinding& f = out.findings[0];
+  EXPECT_EQ(f.id, "op/binary/mul/f32/contiguous/forward@a=+cpu,b=1x1");
+  EXPECT_EQ(f.pattern, "layout");
+  EXPECT_EQ(f.layout, "a as a 0-dim tensor on the CPU");
+  EXPECT_EQ(f.summary, "wrong for a as a 0-dim tensor on the CPU; a contiguous passes");
+  // One input at a time: no variant has both on the CPU.
+  for (const auto& id : ran) EXPECT_EQ(id.find("+cpu,b=+cpu"), std::string::npos) << id;
+}
+
 // The sim's `offset` class: wrong only for a channels_last input at an odd storage offset, and
 // only where channels_last differs from contiguous (more than one channel and one pixel).
 TEST(Explore, ALayoutFailureIsMinimisedToItsLayoutAndOffset) {

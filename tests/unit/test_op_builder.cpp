@@ -116,3 +116,43 @@ TEST(OpBuilder, PrepareRewritesEveryCaseArgsBeforeItsVariants) {
   EXPECT_EQ(def.args[1].name, "w");
   EXPECT_EQ(def.args[1].lo, 2);
 }
+
+// explore's +cpu layout (InputLayout::CpuScalar): the input becomes a 0-dim tensor drawn like the
+// arg, which stays on the CPU on every side, the target's too; only a floating input can be one.
+TEST(OpBuilder, ACpuScalarInputIsZeroDimAndStaysOnTheCpu) {
+  Catalog catalog;
+  Family fam(catalog, "fam");
+  fam.op(
+         "mul", {Arg::randn("a", {4, 6}), Arg::randn("b", {4, 6}), Arg::mask("m", {4, 6})},
+         [](const Tensors& t) { return at::mul(t[0], t[1]); }, "torch.mul(a, b)")
+      .add(dtypes::f32);
+  const Workload& w = *catalog.workloads().front();
+  const std::vector<InputShape> shapes = w.input_shapes();
+  ASSERT_EQ(shapes.size(), 3u);
+  EXPECT_TRUE(shapes[0].floating);
+  EXPECT_FALSE(shapes[2].floating);
+  std::vector<InputVariant> in = {
+      {{4, 6}, InputLayout::Declared, 0}, {{}, InputLayout::CpuScalar, 0}, {{4, 6}, InputLayout::Declared, 0}};
+  const auto varied = w.with_inputs(in);
+  ASSERT_TRUE(varied);
+  EXPECT_EQ(varied->input_shapes()[1].layout, "cpu_scalar");
+  EXPECT_TRUE(varied->input_shapes()[1].shape.empty());
+  Placement target;
+  target.device = c10::Device(c10::kMeta);
+  target.side = Side::Target;
+  const Outputs out = varied->instantiate(mpscheck::Setup{5, false}, target)->run();
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].value.device().type(), c10::kMeta);  // a on the device, b a CPU scalar beside it
+  EXPECT_EQ(out[0].value.sizes(), (c10::IntArrayRef{4, 6}));
+  // On the CPU: a times b's own draw (a 0-dim draw from the same generator, after a's).
+  at::Generator gen = at::detail::createCPUGenerator(5);
+  const at::Tensor a = at::randn({4, 6}, gen, at::kFloat), b = at::randn({}, gen, at::kFloat);
+  EXPECT_TRUE(at::equal(run_on_cpu(*varied)[0].value, a * b));
+  EXPECT_NE(varied->reproducer({}).find(
+                "base = torch.tensor((torch.randn([], generator=gen)).item(), dtype=dtype)  # stays on the CPU"),
+            std::string::npos)
+      << varied->reproducer({});
+  in[1] = {{4, 6}, InputLayout::Declared, 0};
+  in[2] = {{}, InputLayout::CpuScalar, 0};
+  EXPECT_FALSE(w.with_inputs(in));  // the mask is no floating scalar
+}

@@ -26,7 +26,11 @@ inline std::string OpWorkload::reproducer(const ReproTarget& target) const {
   for (const Arg& a : def_.args) {
     c10::ScalarType t = a.dtype == c10::ScalarType::Undefined ? dtype_ : a.dtype;
     const std::string dt = c10::isFloatingType(t) ? "dtype" : dtype_python(t);
-    py << "    base = (" << python_draw(a, dtype_) << ").to(device=device, dtype=" << dt << ")\n";
+    if (a.cpu_scalar)  // a 0-dim tensor left on the CPU beside the device's tensors
+      py << "    base = torch.tensor((" << python_draw(a, dtype_) << ").item(), dtype=" << dt
+         << ")  # stays on the CPU\n";
+    else
+      py << "    base = (" << python_draw(a, dtype_) << ").to(device=device, dtype=" << dt << ")\n";
     if (backward_ && a.grad && c10::isFloatingType(t)) py << "    base.requires_grad_(True)\n";
     py << "    leaves.append((\"" << a.name << "\", base))\n"
        << "    args[\"" << a.name << "\"] = " << python_layout(python_storage_offset("base", a), a) << "\n";

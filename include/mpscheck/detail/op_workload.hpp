@@ -42,7 +42,8 @@ class OpWorkload final : public Workload {
 
   std::vector<InputShape> input_shapes() const override {
     std::vector<InputShape> shapes;
-    for (const Arg& a : def_.args) shapes.push_back({a.name, a.shape, layout_name(a.layout), a.ties});
+    for (const Arg& a : def_.args)
+      shapes.push_back({a.name, a.shape, a.cpu_scalar ? "cpu_scalar" : layout_name(a.layout), a.ties, floating(a)});
     return shapes;
   }
   // The args keep their fill, dtype and layout; only their shapes change (the layout views the
@@ -67,6 +68,12 @@ class OpWorkload final : public Workload {
         case InputLayout::Contiguous: a.layout = Layout::Contiguous; break;
         case InputLayout::Transposed: a.layout = Layout::Transposed; break;
         case InputLayout::ChannelsLast: a.layout = Layout::ChannelsLast; break;
+        case InputLayout::CpuScalar:
+          if (!floating(a)) return nullptr;
+          a.shape.clear();
+          a.layout = Layout::Contiguous;
+          a.cpu_scalar = true;
+          break;
       }
       if ((a.layout == Layout::Transposed && a.shape.size() < 2) ||
           (a.layout == Layout::ChannelsLast && a.shape.size() != 4) ||
@@ -78,6 +85,10 @@ class OpWorkload final : public Workload {
 
   const OpDef& def() const { return def_; }
   bool backward() const { return backward_; }
+  // Whether arg `a` is a floating tensor in this case's dtype.
+  bool floating(const Arg& a) const {
+    return c10::isFloatingType(a.dtype == c10::ScalarType::Undefined ? dtype_ : a.dtype);
+  }
   c10::ScalarType case_dtype() const { return dtype_; }
 
  private:
@@ -96,7 +107,8 @@ class OpInstance final : public Instance {
       at::Tensor base = draw(a, w.case_dtype(), gen);
       if (where.round_inputs_to != c10::ScalarType::Undefined && c10::isFloatingType(base.scalar_type()))
         base = base.to(where.round_inputs_to).to(base.scalar_type());
-      base = base.to(where.device, arg_dtype(a, w.case_dtype(), where.dtype));
+      // A 0-dim CPU operand stays on the CPU, whatever the device.
+      base = base.to(a.cpu_scalar ? c10::Device(c10::kCPU) : where.device, arg_dtype(a, w.case_dtype(), where.dtype));
       if (w.backward() && a.grad && c10::isFloatingType(base.scalar_type())) base.requires_grad_(true);
       leaves_.push_back(base);
       views_.push_back(apply_layout(apply_storage_offset(base, a), a));
