@@ -90,8 +90,8 @@ ExploreOutcome explore_cases(const std::vector<RegisteredWorkload>& cases, const
                              const std::function<bool()>& stop = {});
 
 // Whether a result is a finding of the target's: not a variant the CPU reference cannot run, nor a
-// CPU 0-dim operand (+cpu) that PyTorch's device check refuses on the target ("Expected all tensors
-// to be on the same device": an op that takes no CPU scalar there).
+// CPU 0-dim operand (+cpu) that PyTorch's device checks refuse on the target (an error saying the
+// tensors are not on the "same device": an op that takes no CPU scalar there).
 bool explore_failure(const CaseResult& r);
 
 // The run as case results, for the regular reports (JSON, JUnit, Markdown, HTML): each finding

@@ -378,8 +378,30 @@ at::Tensor index(const at::Tensor& self, const c10::List<std::optional<at::Tenso
   return at::index(self.cpu(), host).to(self.device());
 }
 
+// A device kernel writes only tensors on its device: a CPU tensor the op would write into (an out=
+// or in-place argument, such as the CPU 0-dim `self` of masked_fill_ or the CPU output at::complex
+// allocates after its first input) beside sim tensors is refused with PyTorch's own device check, as
+// a real device refuses it. The CPU fallback would otherwise try to copy its result back into that
+// CPU tensor through _copy_from_and_resize, which the CPU has no kernel for.
+void check_written_devices(const c10::OperatorHandle& op, const torch::jit::Stack& stack) {
+  const auto& args = op.schema().arguments();
+  const size_t first = stack.size() - args.size();
+  bool on_sim = false, written_on_cpu = false;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const c10::IValue& v = stack[first + i];
+    if (!v.isTensor() || !v.toTensor().defined()) continue;
+    const c10::DeviceType type = v.toTensor().device().type();
+    on_sim |= type == kSim;
+    written_on_cpu |= type == c10::kCPU && args[i].alias_info() && args[i].alias_info()->isWrite();
+  }
+  TORCH_CHECK(!(on_sim && written_on_cpu),
+              "Expected all tensors to be on the same device, but found at least two devices, sim:0 and cpu! (",
+              op.schema().name(), " would write into a CPU tensor)");
+}
+
 void fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   KernelScope kernel;
+  check_written_devices(op, *stack);
   if (run_planted(op, stack)) return;
   at::native::cpu_fallback(op, stack);
 }

@@ -305,6 +305,17 @@ TEST(Explore, PyTorchsDeviceCheckRefusingACpuScalarIsNoFinding) {
   CaseResult declared = r;
   declared.id = "op/binary/clamp_tensor/f32/contiguous/forward@b=1x1";
   EXPECT_TRUE(explore_failure(declared));
+  // The RNN layers' own check says it in other words.
+  CaseResult rnn = r;
+  rnn.id = "op/recurrent/gru/f32/contiguous/forward@x=1x1x1,h=1x1x1,b_ih_l0=+cpu";
+  rnn.message =
+      "Input and parameter tensors are not at the same device, found input tensor at sim:0 and parameter "
+      "tensor at cpu";
+  EXPECT_FALSE(explore_failure(rnn));
+  // Any other error of a +cpu variant is a finding (a kernel that crashes on a CPU scalar).
+  CaseResult other = r;
+  other.message = "sim: kernel read past the end of a buffer";
+  EXPECT_TRUE(explore_failure(other));
 }
 
 // The sim's `cpu-scalar` class: mul wrong when either operand is a CPU 0-dim tensor, at any size.
