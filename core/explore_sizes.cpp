@@ -109,8 +109,14 @@ std::vector<InputVariant> layout_candidates(const std::vector<InputShape>& input
     for (std::int64_t off : {0, 1, 2}) c.push_back({{}, InputLayout::ChannelsLast, off});
   if (!in.layout.empty() && in.layout != "contiguous")
     for (std::int64_t off : {0, 1}) c.push_back({{}, InputLayout::Contiguous, off});
-  // Beside another input, which stays on the device: alone, the op would run on the CPU.
-  if (in.floating && inputs.size() > 1) c.push_back({{}, InputLayout::CpuScalar, 0});
+  // Beside another input, which stays on the device: alone, the op would run on the CPU. Not for an
+  // input whose sizes the op ties to another's (sized_as, pinned; an RNN's weights and states): its
+  // shape is part of the op's contract, and as a 0-dim tensor CPU's LSTM read memory it never owned
+  // (a reference that differed from itself between runs).
+  const bool tied = !in.ties.empty() || std::any_of(inputs.begin(), inputs.end(), [&](const InputShape& other) {
+    return std::any_of(other.ties.begin(), other.ties.end(), [&](const SizeTie& t) { return t.of == in.name; });
+  });
+  if (in.floating && inputs.size() > 1 && !tied) c.push_back({{}, InputLayout::CpuScalar, 0});
   return c;
 }
 

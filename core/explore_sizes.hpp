@@ -45,8 +45,8 @@ std::uint64_t fnv1a(const std::string& s);
 // The layouts tried for input i, in order: its own at storage offsets 1, 2 and 3 (odd, even,
 // odd), then transposed (2+ dimensions), channels_last (4) and contiguous, each at offset 0 and 1
 // (channels_last at 2 too), skipping the layout it is declared in; last, a floating input beside
-// other inputs as a 0-dim tensor on the CPU (a scalar operand of the device's op). None for a 0-d
-// or empty input.
+// other inputs as a 0-dim tensor on the CPU (a scalar operand of the device's op), unless a size tie
+// names it (its shape is the op's contract). None for a 0-d or empty input.
 std::vector<InputVariant> layout_candidates(const std::vector<InputShape>& inputs, size_t i);
 
 }  // namespace mpscheck::explore_detail

@@ -318,6 +318,26 @@ TEST(Explore, PyTorchsDeviceCheckRefusingACpuScalarIsNoFinding) {
   EXPECT_TRUE(explore_failure(other));
 }
 
+// An RNN's weights and states have shapes the op fixes (declared size ties): neither a tied input
+// nor one that others are tied to is offered as a CPU scalar; an untied one still is.
+TEST(Explore, AnInputInASizeTieIsNeverOfferedAsACpuScalar) {
+  const std::vector<InputShape> lstm = {{"x", {5, 3, 8}, "contiguous", {}, true},
+                                        {"h", {1, 3, 12}, "contiguous", {{0, "", 0, 1}}, true},
+                                        {"w_ih", {48, 8}, "contiguous", {{0, "h", 2, 4}}, true},
+                                        {"bias", {7}, "contiguous", {}, true},
+                                        {"w_hh", {48, 12}, "contiguous", {}, true},
+                                        {"scale", {3}, "contiguous", {{0, "h", 1, 1}}, true}};
+  auto offers_cpu = [&](size_t i) {
+    const auto c = explore_detail::layout_candidates(lstm, i);
+    return std::any_of(c.begin(), c.end(), [](const InputVariant& v) { return v.layout == InputLayout::CpuScalar; });
+  };
+  EXPECT_TRUE(offers_cpu(0));   // x
+  EXPECT_FALSE(offers_cpu(1));  // h: pinned, and others follow it
+  EXPECT_FALSE(offers_cpu(2));  // w_ih: tied to h
+  EXPECT_TRUE(offers_cpu(3));   // bias: in no tie
+  EXPECT_FALSE(offers_cpu(5));  // scale: tied
+}
+
 // The sim's `cpu-scalar` class: mul wrong when either operand is a CPU 0-dim tensor, at any size.
 // The finding is the smallest case that shows it, the scalar named in words; the declared layout
 // at those sizes passes.
