@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <initializer_list>
 #include <map>
 #include <sstream>
 
@@ -81,6 +82,18 @@ ExploreOutcome explore_with(const ShapedCase& c, const std::function<bool(const 
   };
   std::ostringstream log;
   return explore_cases({{&c, no_plugin()}}, {}, run, ExploreOptions{}, log);
+}
+
+// Each id is refused by parse_variant_id with a message that quotes it.
+void expect_refused(std::initializer_list<const char*> ids) {
+  for (const char* bad : ids) {
+    try {
+      parse_variant_id(bad);
+      ADD_FAILURE() << bad << " was accepted";
+    } catch (const BadVariantId& e) {
+      EXPECT_NE(std::string(e.what()).find(bad), std::string::npos) << e.what();
+    }
+  }
 }
 
 }  // namespace
@@ -219,15 +232,8 @@ TEST(Explore, LayoutIdsRoundTripAndBadOnesSayWhy) {
   EXPECT_EQ(t->inputs[0].input.layout, InputLayout::Transposed);
   EXPECT_EQ(t->inputs[0].input.storage_offset, 1);
   EXPECT_EQ(t->inputs[1].input.layout, InputLayout::Contiguous);
-  for (const char* bad : {"op/a@x=2x3+off0", "op/a@x=2x3+cl+cl", "op/a@x=2x3+wide", "op/a@x=2x3+off1+off2",
-                          "op/a@x=2x3+", "op/a@x=2x3+off-1"}) {
-    try {
-      parse_variant_id(bad);
-      ADD_FAILURE() << bad << " was accepted";
-    } catch (const BadVariantId& e) {
-      EXPECT_NE(std::string(e.what()).find(bad), std::string::npos) << e.what();
-    }
-  }
+  expect_refused({"op/a@x=2x3+off0", "op/a@x=2x3+cl+cl", "op/a@x=2x3+wide", "op/a@x=2x3+off1+off2", "op/a@x=2x3+",
+                  "op/a@x=2x3+off-1"});
 }
 
 // A CPU 0-dim operand: `NAME=+cpu`, no shape (the input is 0-dim whatever its declaration), and
@@ -253,14 +259,7 @@ TEST(Explore, CpuScalarIdsRoundTripAndBadOnesSayWhy) {
   EXPECT_EQ(off->inputs[0].input.storage_offset, 2);
   EXPECT_EQ(layout_text(InputLayout::CpuScalar, 2), "+cpu+off2");
   EXPECT_EQ(layout_words(InputLayout::CpuScalar, 0, "contiguous"), "as a 0-dim tensor on the CPU");
-  for (const char* bad : {"op/a@x=2x3+cpu", "op/a@x=+cpu+cpu", "op/a@x=+cpu+t", "op/a@x=1+cpu"}) {
-    try {
-      parse_variant_id(bad);
-      ADD_FAILURE() << bad << " was accepted";
-    } catch (const BadVariantId& e) {
-      EXPECT_NE(std::string(e.what()).find(bad), std::string::npos) << e.what();
-    }
-  }
+  expect_refused({"op/a@x=2x3+cpu", "op/a@x=+cpu+cpu", "op/a@x=+cpu+t", "op/a@x=1+cpu"});
 }
 
 // +cpu is offered once per input, last, and only where it makes sense: a floating input of 1 or
