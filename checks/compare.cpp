@@ -283,11 +283,19 @@ OutputReport compare_statistics(const std::string& name, const at::Tensor& refer
   // sample's values, taken as at least 1.
   const at::Tensor allowed = sigmas * se + unit * at::where(se_r > 0, r.abs(), at::clamp_min(r.abs(), 1.0));
   const at::Tensor diff = (t - r).abs();
+  // A statistic of too few draws has an infinite standard error (SampleStats::kMinDraws): not judged.
+  const at::Tensor judged = se_r.isfinite();
   // Non-finite statistics must agree exactly (compare_tensors above counted them).
-  const at::Tensor bad = at::where(r.isfinite() & t.isfinite(), diff > allowed, ~(r.eq(t) | (r.isnan() & t.isnan())));
+  const at::Tensor bad =
+      at::where(r.isfinite() & t.isfinite(), judged & (diff > allowed), ~(r.eq(t) | (r.isnan() & t.isnan())));
   o.mismatches = bad.sum().item<std::int64_t>();
   o.ok = o.mismatches == 0 && !o.dtype_differs;
   if (o.ok) o.note.clear();
+  if (o.ok && !judged.any().item<bool>()) {
+    o.not_judged = true;
+    o.note = fmt::format("not judged: its {} statistics come from samples too small to tell two distributions apart",
+                         o.numel);
+  }
   o.first_mismatch = -1;
   if (o.mismatches > 0) {
     const std::int64_t i = bad.nonzero()[0][0].item<std::int64_t>();

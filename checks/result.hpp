@@ -61,6 +61,10 @@ struct OutputReport {
   // The target gave a dtype the reference's output may not come back in (a finding whatever the
   // values; the note says which). Set by the comparison for the judge; not part of report.json.
   bool dtype_differs = false;
+  // Statistics only, none of them judged: every one came from too few draws (SampleStats::kMinDraws).
+  // Set by the comparison for the judge, which makes a case of such outputs alone a skip; the note
+  // says why. Not part of report.json.
+  bool not_judged = false;
   // Attribution against a CPU float64 gold run (only where it decided something; else < 0).
   double rmse_reference = -1, rmse_target = -1;
 };

@@ -30,6 +30,12 @@ Verdict judge_outputs(const std::vector<OutputReport>& outputs) {
     if (first_bad != first_nan && first_bad->mismatches > 0)
       v.message += fmt::format("; it first left tolerance at {}: reference {:.6g}, target {:.6g}", first_bad->name,
                                first_bad->reference_value, first_bad->target_value);
+  } else if (!first_bad && !outputs.empty() &&
+             std::all_of(outputs.begin(), outputs.end(), [](const OutputReport& o) { return o.not_judged; })) {
+    // Nothing was judged: a pass would claim what no comparison showed.
+    v.status = Status::Skip;
+    v.output = outputs.front().name;
+    v.message = fmt::format("{}: {}", outputs.front().name, outputs.front().note);
   } else if (first_bad) {
     v.status = Status::Mismatch;
     v.output = first_bad->name;

@@ -26,6 +26,7 @@
 
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -383,21 +384,29 @@ class Family {
 
 // Statistics of a random sample with their standard errors, for OpDef::statistics: done() gives
 // the {statistics, standard errors} pair such an op returns. Samples are 1-d float tensors.
+//
+// A sample of fewer than kMinDraws draws cannot tell two distributions apart, and its own spread
+// says nothing of its error (four draws of one value have none): its statistics get an infinite
+// standard error, which the judge reads as "not judged" (a case with nothing else to compare is a
+// skip, never a pass or a mismatch).
 struct SampleStats {
+  static constexpr int64_t kMinDraws = 30;
   Tensors values, errors;
   // The mean of a per-sample quantity q: standard error std(q) / sqrt(n).
   SampleStats& mean(const at::Tensor& q) { return with_error(q.mean(), q); }
   // A statistic whose error is that of the mean of q (var() with q = (x - mean)^2, ...).
   SampleStats& with_error(const at::Tensor& value, const at::Tensor& q) {
     values.push_back(value.reshape({}));
-    errors.push_back((q.std() / std::sqrt(static_cast<double>(q.numel()))).reshape({}).to(value.scalar_type()));
+    errors.push_back(q.numel() < kMinDraws
+                         ? too_few(value)
+                         : (q.std() / std::sqrt(static_cast<double>(q.numel()))).reshape({}).to(value.scalar_type()));
     return *this;
   }
   // Fractions p of n independent draws (histogram bins): standard errors sqrt(p (1 - p) / n).
   SampleStats& fractions(const at::Tensor& p, int64_t n) {
     for (const at::Tensor& v : p.reshape({-1}).unbind()) {
       values.push_back(v);
-      errors.push_back(at::sqrt(v * (1 - v) / static_cast<double>(n)));
+      errors.push_back(n < kMinDraws ? too_few(v) : at::sqrt(v * (1 - v) / static_cast<double>(n)));
     }
     return *this;
   }
@@ -408,6 +417,11 @@ struct SampleStats {
     return *this;
   }
   Tensors done() const { return {at::stack(values), at::stack(errors)}; }
+
+ private:
+  static at::Tensor too_few(const at::Tensor& value) {
+    return at::full({}, std::numeric_limits<double>::infinity(), value.options());
+  }
 };
 
 }  // namespace mpscheck::op

@@ -27,3 +27,20 @@ TEST(ExploreReduced, SortIndicesAtSizesWhereBfloat16MakesTiesAreJudgedByWhatThey
   // or not, but every one selects the value the reference's selects.
   for (const auto& id : ids) EXPECT_NE(r.out.find("replay " + id + ": pass"), std::string::npos) << id << '\n' << r.out;
 }
+
+// Four Bernoulli draws (p is 2x2), all 0 on the reference: its sample's standard error was 0, the
+// allowance only rounding, and the target's one draw of 1 a mismatch (the no-plant control's false
+// finding on cpu:bfloat16). A sample under SampleStats::kMinDraws judges nothing: the case is a skip
+// saying so. At 8x8 (64 draws) the same case is judged, and passes.
+TEST(ExploreReduced, ABernoulliOfFourDrawsIsNotJudged) {
+  const std::string tiny = "op/random/bernoulli/f32/contiguous/forward@p=2x2";
+  const std::string judged = "op/random/bernoulli/f32/contiguous/forward@p=8x8";
+  const std::string dir = fresh_dir("explore-reduced-bernoulli");
+  const CommandResult r = run_mpscheck(
+      {"explore", "--target", "cpu:bfloat16", "--explore-budget", "30", "--filter", tiny, "--filter", judged}, dir);
+  EXPECT_EQ(r.exit_code, 0) << r.err << r.out;
+  const nlohmann::json report = read_json_file(dir + "/mpscheck-report/explore.json");
+  EXPECT_TRUE(report.at("findings").empty()) << report.dump(2);
+  EXPECT_NE(r.out.find("replay " + tiny + ": skip"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("replay " + judged + ": pass"), std::string::npos) << r.out;
+}

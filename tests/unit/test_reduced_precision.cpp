@@ -7,6 +7,8 @@
 
 #include "checks/result.hpp"
 
+#include <mpscheck/op.hpp>
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -328,6 +330,50 @@ TEST(ReducedPrecision, ExactStatisticKeepsTheRoundingOfTheSamplesScale) {
   const at::Tensor rounded = at::tensor({0.00625}, at::kDouble), wrong = at::tensor({0.05}, at::kDouble);
   EXPECT_TRUE(compare_statistics("out", ref, rounded, zero, zero, kStatisticSigmas, unit).ok);
   EXPECT_FALSE(compare_statistics("out", ref, wrong, zero, zero, kStatisticSigmas, unit).ok);
+}
+
+// Four Bernoulli draws, all 0 on the reference: its sample's standard error is 0, so one draw of 1
+// on the target (a mean of 0.25) was a mismatch by rounding alone (explore's bernoulli@p=2x2 on
+// cpu:bfloat16). Too few draws judge nothing: the output is not judged and the case a skip, never a
+// pass. From kMinDraws draws on, the same statistics are judged as before.
+TEST(ReducedPrecision, TooFewDrawsAreNotJudgedAndTheCaseIsASkip) {
+  using op::SampleStats;
+  const double unit = 2 * unit_roundoff(c10::kBFloat16);
+  auto bernoulli = [](std::int64_t n, std::int64_t ones) {
+    at::Tensor b = at::zeros({n});
+    b.slice(0, 0, ones).fill_(1);
+    return SampleStats().mean(b).done();
+  };
+  const op::Tensors ref = bernoulli(4, 0), tgt = bernoulli(4, 1);
+  const OutputReport o = compare_statistics("out", ref[0], tgt[0], ref[1], tgt[1], kStatisticSigmas, unit);
+  EXPECT_TRUE(o.ok);
+  EXPECT_TRUE(o.not_judged);
+  EXPECT_NE(o.note.find("not judged"), std::string::npos) << o.note;
+  const Verdict v = judge_outputs({o});
+  EXPECT_EQ(v.status, Status::Skip);
+  EXPECT_NE(v.message.find("too small"), std::string::npos) << v.message;
+
+  // At the floor the sample is judged: 15 of 30 draws of 1 against none is a mismatch.
+  const std::int64_t n = SampleStats::kMinDraws;
+  const op::Tensors ref30 = bernoulli(n, 0), half = bernoulli(n, n / 2);
+  const OutputReport judged = compare_statistics("out", ref30[0], half[0], ref30[1], half[1], kStatisticSigmas, unit);
+  EXPECT_FALSE(judged.ok);
+  EXPECT_FALSE(judged.not_judged);
+  EXPECT_EQ(judge_outputs({judged}).status, Status::Mismatch);
+
+  // Not judged is no licence for a non-finite statistic: a NaN where the reference is finite fails.
+  const at::Tensor nan = at::full({1}, std::numeric_limits<float>::quiet_NaN());
+  const OutputReport with_nan = compare_statistics("out", ref[0], nan, ref[1], ref[1], kStatisticSigmas, unit);
+  EXPECT_FALSE(with_nan.ok);
+  EXPECT_NE(judge_outputs({with_nan}).status, Status::Pass);
+
+  // A case with one judged statistic beside the unjudged ones is judged by it: pass or mismatch, no skip.
+  OutputReport known = compare_statistics("exact", at::zeros({1}), at::zeros({1}), at::zeros({1}), at::zeros({1}),
+                                          kStatisticSigmas, unit);
+  EXPECT_EQ(judge_outputs({o, known}).status, Status::Pass);
+  known = compare_statistics("exact", at::zeros({1}), at::ones({1}), at::zeros({1}), at::zeros({1}), kStatisticSigmas,
+                             unit);
+  EXPECT_EQ(judge_outputs({o, known}).status, Status::Mismatch);
 }
 
 // Which outputs get the scale-relative atol: accumulations and the gradients of ops that
