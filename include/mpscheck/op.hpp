@@ -416,6 +416,15 @@ struct SampleStats {
     errors.push_back(at::full({}, error, value.options()));
     return *this;
   }
+  // An extreme that is exact only when the sample attains it (a dropout's largest output is the
+  // largest input over 1 - p, if some element holding it is kept): judged exactly where `miss`, the
+  // chance the sample does not attain it, is below kMissedExtreme; not judged otherwise.
+  static constexpr double kMissedExtreme = 1e-9;
+  SampleStats& extreme(const at::Tensor& value, double miss) {
+    values.push_back(value.reshape({}));
+    errors.push_back(miss > kMissedExtreme ? too_few(value) : at::zeros({}, value.options()));
+    return *this;
+  }
   Tensors done() const { return {at::stack(values), at::stack(errors)}; }
 
  private:

@@ -376,6 +376,25 @@ TEST(ReducedPrecision, TooFewDrawsAreNotJudgedAndTheCaseIsASkip) {
   EXPECT_EQ(judge_outputs({o, known}).status, Status::Mismatch);
 }
 
+// A sample's extreme is exact only where the sample surely attains it: a dropout of four elements,
+// one holding max(x), misses it with chance 0.3, and its largest output is not judged; with 20
+// elements holding it (miss 0.3^20 = 3.5e-11) it is judged exactly, and one unit off fails.
+TEST(ReducedPrecision, AnExtremeIsJudgedOnlyWhereTheSampleSurelyAttainsIt) {
+  using op::SampleStats;
+  const double unit = 2 * unit_roundoff(c10::kFloat);
+  const at::Tensor ref = at::full({}, 1.9 / 0.7), other = at::full({}, 1.8 / 0.7);
+  auto compare = [&](double miss) {
+    const op::Tensors r = SampleStats().extreme(ref, miss).done(), t = SampleStats().extreme(other, miss).done();
+    return compare_statistics("out", r[0], t[0], r[1], t[1], kStatisticSigmas, unit);
+  };
+  const OutputReport one_holds = compare(0.3);
+  EXPECT_TRUE(one_holds.ok);
+  EXPECT_TRUE(one_holds.not_judged);
+  const OutputReport twenty_hold = compare(std::pow(0.3, 20));
+  EXPECT_FALSE(twenty_hold.ok);
+  EXPECT_FALSE(twenty_hold.not_judged);
+}
+
 // Which outputs get the scale-relative atol: accumulations and the gradients of ops that
 // scatter-add or reduce; an elementwise gradient (tanh's, whose 1 - y^2 cancels) does not.
 TEST(ReducedPrecision, OnlyAccumulatingOutputsGetAnAtolOfTheirScale) {

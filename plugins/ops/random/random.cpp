@@ -178,8 +178,9 @@ MPSCHECK_CATALOG(random_cases) {
             "(torch.bernoulli(x, 0.3).reshape(-1).float())")
       .variants(strided).add();
   // Dropout p = 0.3 in training mode on x in {1.0, 1.1, ..., 1.9}: zero fraction 0.3 (SE 0.46/sqrt(n)), mean kept
-  // unbiased E[y] = E[x] (SE ~0.8/sqrt(n)), max = max(x)/0.7, and kept elements scaled by exactly
-  // 1/0.7 (largest |0.7 y - x| over kept elements ~ rounding only).
+  // unbiased E[y] = E[x] (SE ~0.8/sqrt(n)), max = max(x)/0.7 (judged where some element holding max(x)
+  // is surely kept: each is dropped with chance 0.3), and kept elements scaled by exactly 1/0.7 (largest
+  // |0.7 y - x| over kept elements ~ rounding only).
   random.op("dropout", {grid("x", {512, 512}, 10, 20)},
             [](const Tensors& a) {
               at::Tensor y = flat32(at::dropout(a[0] / 10, 0.3, true)), x = flat32(a[0] / 10);
@@ -187,7 +188,7 @@ MPSCHECK_CATALOG(random_cases) {
               return SampleStats()
                   .with_error(1 - kept.mean(), kept)
                   .mean(y)
-                  .known(y.max(), 0)
+                  .extreme(y.max(), std::pow(0.3, x.eq(x.max()).sum().item<double>()))
                   .known(((y * 0.7 - x).abs() * kept).max(), 0)
                   .done();
             },
