@@ -164,6 +164,14 @@ struct Attribution {
   } excess;
   // Set when the output passed only by the family rule (within_family).
   bool by_family = false;
+  // Set by mark_chaotic (checks/verdict.hpp): the target differs from the witness by no more than
+  // kChaosMultiplier times what the witness differs from itself with its parameters one unit away.
+  // Not judged: neither a pass nor a finding. The two RMS differences, for the message.
+  bool chaotic = false;
+  double chaos_target = 0, chaos_honest = 0;
+  // Set by judge_training_family when the output's family is scaled against the witness beyond
+  // what chaos explains: a systematic error, which mark_chaotic never excuses.
+  bool systematic = false;
 };
 constexpr double kElementMultiplier = 3;
 constexpr double kSpreadMultiplier = 8;

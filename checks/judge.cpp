@@ -125,13 +125,27 @@ void attribute(const Workload& w, CaseHost& host, const Outputs& ref_out,
     }
     failing.push_back(f);
   }
+  // A witnessed network that fails: the nudged witness (the CPU's own run, parameters one unit away)
+  // says how far chaos alone carries it, for the family's scale and for each output.
+  std::map<std::string, at::Tensor> nudged;
+  if (w.kind() == Kind::Model && !witness.empty() &&
+      std::any_of(failing.begin(), failing.end(), [](const OutputAttribution& f) { return f.attribution.measured; })) {
+    try {
+      Placement p{c10::Device(c10::kCPU), dtype, Side::Reference};
+      p.nudge_parameters = true;
+      nudged = by_name(host.run(p, "nudged CPU witness"));
+    } catch (...) {
+      // No nudged witness (the CPU cannot run it): the case is judged without it.
+    }
+  }
   // A witnessed training case's gradients and updates are judged as a family (checks/verdict.hpp).
-  const std::string family =
-      w.kind() == Kind::Model
-          ? judge_training_family(failing, gold, ref_by_name, rounded, witness, target_by_name, tols, dtype, r.dtype)
-          : std::string();
+  const std::string family = w.kind() == Kind::Model
+                                 ? judge_training_family(failing, gold, ref_by_name, rounded, witness, nudged,
+                                                         target_by_name, tols, dtype, r.dtype)
+                                 : std::string();
+  if (!nudged.empty()) mark_chaotic(failing, witness, nudged, target_by_name);
   decide_attribution(failing, v, r.attribution);
-  if (v.status != Status::Pass) v.message += family;
+  if (v.status == Status::Mismatch || v.status == Status::Nan) v.message += family;
 }
 
 // A trace's layer outputs by (name, call): a network may run one layer several times in a pass

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <limits>
 #include <map>
 #include <cmath>
 
@@ -66,12 +67,32 @@ void decide_attribution(std::vector<OutputAttribution>& failing, Verdict& v, Fra
   bool all_ok = true;
   const std::string& named = v.output;
   const OutputAttribution* quoted = nullptr;
+  const OutputAttribution* chaotic = nullptr;
   for (auto& f : failing) {
     const Attribution& a = f.attribution;
     if (a.measured) f.output->rmse_reference = a.rmse_reference, f.output->rmse_target = a.rmse_target;
     if (a.target_ok) continue;
+    if (a.chaotic) {
+      if (!chaotic) chaotic = &f;
+      continue;
+    }
     all_ok = false;
     if (a.measured && (!quoted || (f.output->name == named && quoted->output->name != named))) quoted = &f;
+  }
+  if (all_ok && chaotic) {
+    // Nothing failed that a one-unit change of the CPU's own run does not move as far: not judged.
+    const Attribution& a = chaotic->attribution;
+    const auto count =
+        std::count_if(failing.begin(), failing.end(), [](const OutputAttribution& f) { return f.attribution.chaotic; });
+    attribution = Fragile::Unknown;
+    v.status = Status::Skip;
+    v.output = chaotic->output->name;
+    v.message = fmt::format(
+        "not judged: {0} training of this network is chaotic on its first steps. {1} differs from the CPU's own "
+        "{0} run by {2:.3g} (RMS), and that run, with its parameters moved by one unit, differs from itself by "
+        "{3:.3g}; {4} failing output(s) are so. No rule can tell an honest {0} device from a wrong one here",
+        a.dtype, chaotic->output->name, a.chaos_target, a.chaos_honest, count);
+    return;
   }
   if (all_ok && !failing.empty()) {
     attribution = Fragile::Float32;
@@ -148,9 +169,9 @@ bool is_training_state(const std::string& output) {
 
 std::string judge_training_family(std::vector<OutputAttribution>& failing, const TensorsByName& gold,
                                   const TensorsByName& reference, const TensorsByName& rounded,
-                                  const TensorsByName& witness, const TensorsByName& target,
-                                  const std::map<std::string, Tolerance>& tols, c10::ScalarType dtype,
-                                  const std::string& dtype_named) {
+                                  const TensorsByName& witness, const TensorsByName& nudged,
+                                  const TensorsByName& target, const std::map<std::string, Tolerance>& tols,
+                                  c10::ScalarType dtype, const std::string& dtype_named) {
   if (witness.empty()) return {};
   const bool any = std::any_of(failing.begin(), failing.end(), [](const OutputAttribution& f) {
     return f.attribution.measured && !f.attribution.target_ok && is_training_state(f.output->name);
@@ -161,36 +182,82 @@ std::string judge_training_family(std::vector<OutputAttribution>& failing, const
     return it == m.end() ? at::Tensor() : it->second;
   };
   FamilyEnvelope envelope;
-  std::vector<std::pair<at::Tensor, at::Tensor>> grads, updates;
+  std::vector<std::pair<at::Tensor, at::Tensor>> grads, updates, grads_nudged, updates_nudged;
   for (const auto& [name, tol] : tols) {
     if (!is_training_state(name) || tol.trajectory) continue;
     envelope.add(
         attribute_with_gold(at(gold, name), at(reference, name), at(witness, name), dtype, tol, at(rounded, name)));
-    (name.rfind("grad0/", 0) == 0 ? grads : updates).emplace_back(at(witness, name), at(target, name));
+    const bool grad = name.rfind("grad0/", 0) == 0;
+    (grad ? grads : updates).emplace_back(at(witness, name), at(target, name));
+    (grad ? grads_nudged : updates_nudged).emplace_back(at(witness, name), at(nudged, name));
   }
   // Each family is forgiven only at the witness's scale, and a failing output of a family that is
-  // not is named as a systematic error.
+  // not is named as a systematic error, which mark_chaotic never excuses, unless the nudged witness
+  // (the same run with its parameters one unit away) is scaled as far: then it is chaos.
   std::string note;
-  auto judge = [&](const char* prefix, const char* what, double scale) {
+  auto judge = [&](const char* prefix, const char* what, double scale, double honest_scale) {
     const bool scaled = !std::isnan(scale) && std::abs(scale - 1) > kFamilyScale;
+    const bool chaos =
+        scaled && !std::isnan(honest_scale) && std::abs(scale - 1) <= kChaosMultiplier * std::abs(honest_scale - 1);
     bool failed = false;
     for (auto& f : failing) {
       Attribution& a = f.attribution;
       if (a.target_ok || f.output->name.rfind(prefix, 0) != 0) continue;
-      if (!scaled && within_family(a, envelope))
+      if (!scaled && within_family(a, envelope)) {
         a.target_ok = a.by_family = true;
-      else
+      } else {
         failed = true;
+        a.systematic = scaled && !chaos;
+      }
     }
-    if (scaled && failed && note.empty())
+    if (scaled && !chaos && failed && note.empty())
       note = fmt::format(
           "; the target's {} are {:.3g}% {} (RMS over all of them) than the CPU's own {} run's: a "
           "systematic error in the target",
           what, 100 * std::abs(scale - 1), scale > 1 ? "larger" : "smaller", dtype_named);
   };
-  judge("grad0/", "first-step gradients", pooled_scale(grads));
-  judge("update/", "parameter updates", pooled_scale(updates));
+  const bool have_nudged = !nudged.empty();
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  judge("grad0/", "first-step gradients", pooled_scale(grads), have_nudged ? pooled_scale(grads_nudged) : nan);
+  judge("update/", "parameter updates", pooled_scale(updates), have_nudged ? pooled_scale(updates_nudged) : nan);
   return note;
+}
+
+bool mark_chaotic(std::vector<OutputAttribution>& failing, const TensorsByName& witness, const TensorsByName& nudged,
+                  const TensorsByName& target) {
+  bool any = false;
+  for (auto& f : failing) {
+    Attribution& a = f.attribution;
+    if (a.target_ok || !a.measured || a.systematic) continue;
+    const auto w = witness.find(f.output->name), n = nudged.find(f.output->name), t = target.find(f.output->name);
+    if (w == witness.end() || n == nudged.end() || t == target.end()) continue;
+    const at::Tensor wv = w->second, nv = n->second, tv = t->second;
+    if (!wv.defined() || !nv.defined() || !tv.defined() || !wv.is_floating_point() || wv.sizes() != nv.sizes() ||
+        wv.sizes() != tv.sizes() || wv.numel() == 0)
+      continue;
+    at::NoGradGuard no_grad;
+    const at::Tensor w64 = wv.detach().to(at::kCPU, at::kDouble), t64 = tv.detach().to(at::kCPU, at::kDouble);
+    const at::Tensor n64 = nv.detach().to(at::kCPU, at::kDouble);
+    const double honest = finite_rms(n64 - w64);
+    const double off = finite_rms(t64 - w64);
+    // Chaos scatters; it does not scale. The target's projection on the witness (1: no scale) may be
+    // off 1 by the family's kFamilyScale, or by kChaosMultiplier times the nudged run's, not more:
+    // an optimizer step 10% short stays a finding however far sign flips carry single elements.
+    const at::Tensor finite = t64.isfinite() & w64.isfinite() & n64.isfinite();
+    const at::Tensor wf = at::where(finite, w64, 0.0);
+    const double ww = (wf * wf).sum().item<double>();
+    const double scale_target = ww > 0 ? (at::where(finite, t64, 0.0) * wf).sum().item<double>() / ww : 1.0;
+    const double scale_honest = ww > 0 ? (at::where(finite, n64, 0.0) * wf).sum().item<double>() / ww : 1.0;
+    if (std::abs(1 - scale_target) > std::max(kFamilyScale, kChaosMultiplier * std::abs(1 - scale_honest))) continue;
+    // A target with a non-finite element the witness lacks is never chaos (finite_rms skips them).
+    const bool nonfinite = (t64.isfinite().logical_not() & w64.isfinite()).any().item<bool>();
+    if (nonfinite || !(honest > 0) || !std::isfinite(off) || off > kChaosMultiplier * honest) continue;
+    a.chaotic = true;
+    a.chaos_target = off;
+    a.chaos_honest = honest;
+    any = true;
+  }
+  return any;
 }
 
 }  // namespace mpscheck

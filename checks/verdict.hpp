@@ -48,14 +48,30 @@ bool is_training_state(const std::string& output);
 // FamilyEnvelope). The witness is judged against float32 (`reference`) and the rounded baseline on
 // every such output, and a failing one within the envelope is marked target_ok (by_family), unless
 // the target's gradients or updates as a whole are scaled against the witness's by more than
-// kFamilyScale. Returns what the verdict message adds when that scale is what stops the forgiving,
-// naming the dtype as `dtype_named` (the result's CaseResult::dtype).
+// kFamilyScale: then its failing outputs are a systematic error (Attribution::systematic, which
+// mark_chaotic never excuses), unless the nudged witness (`nudged`, may be empty; see mark_chaotic)
+// is scaled within kChaosMultiplier of as far, which is chaos. Returns what the verdict message adds when that scale is
+// what stops the forgiving, naming the dtype as `dtype_named` (the result's CaseResult::dtype).
 using TensorsByName = std::map<std::string, at::Tensor>;
 std::string judge_training_family(std::vector<OutputAttribution>& failing, const TensorsByName& gold,
                                   const TensorsByName& reference, const TensorsByName& rounded,
-                                  const TensorsByName& witness, const TensorsByName& target,
-                                  const std::map<std::string, Tolerance>& tols, c10::ScalarType dtype,
-                                  const std::string& dtype_named);
+                                  const TensorsByName& witness, const TensorsByName& nudged,
+                                  const TensorsByName& target, const std::map<std::string, Tolerance>& tols,
+                                  c10::ScalarType dtype, const std::string& dtype_named);
+
+// Chaos. A deep network's first training step in float16/bfloat16 can be chaotic: the CPU's own run
+// in the dtype, with every parameter moved by one unit (the nudged witness, Placement::
+// nudge_parameters), lands as far from the witness as a device rounding a few intermediates the
+// other way does, and no rule can tell an honest device from a wrong one there. A failing output
+// (not already forgiven) whose RMS difference from the witness is at most kChaosMultiplier times
+// the nudged witness's, and whose scale against the witness (its projection on it) is off 1 by no
+// more than kFamilyScale or kChaosMultiplier times the nudged witness's, is marked chaotic: not
+// judged. Chaos scatters elements; a step short by a factor is a scale, and stays a finding. decide_attribution makes a
+// case whose failing outputs are all forgiven or chaotic, and one at least chaotic, a skip that says so: never a pass.
+// Returns whether any output was marked.
+constexpr double kChaosMultiplier = 2;
+bool mark_chaotic(std::vector<OutputAttribution>& failing, const TensorsByName& witness, const TensorsByName& nudged,
+                  const TensorsByName& target);
 
 // Localisation: a traced layer diverges when it fails the plain tolerance and float64 does not
 // show float32 to be the fragile side there (`attribution` unmeasured: no gold for the layer).

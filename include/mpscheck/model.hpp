@@ -15,9 +15,11 @@
 #include <mpscheck/plugin.hpp>
 #include <mpscheck/workload.hpp>
 
+#include <ATen/CPUGeneratorImpl.h>
 #include <torch/torch.h>
 
 #include <algorithm>
+#include <cmath>
 #include <functional>
 #include <memory>
 #include <string>
@@ -189,6 +191,22 @@ struct ModelDef {
   int quick_steps = 2;
 };
 
+namespace detail {
+// Placement::nudge_parameters: each floating parameter times 1 +- one unit in the last place of
+// `dtype` at 1 (2^-7 for bfloat16, 2^-10 for float16, 2^-23 otherwise), the sign drawn per element.
+inline void nudge_parameters(torch::nn::Module& net, c10::ScalarType dtype, std::uint64_t seed) {
+  torch::NoGradGuard no_grad;
+  const int bits = dtype == c10::kBFloat16 ? 7 : dtype == c10::kHalf ? 10 : 23;
+  const double unit = std::ldexp(1.0, -bits);
+  at::Generator gen = at::detail::createCPUGenerator(seed ^ 0x6e75646765ULL);
+  for (auto& p : net.parameters()) {
+    if (!c10::isFloatingType(p.scalar_type())) continue;
+    const at::Tensor up = at::rand(p.sizes(), gen, p.options().device(c10::kCPU)).lt(0.5).to(p.device());
+    p.set_data(p * at::where(up, 1 + unit, 1 - unit).to(p.scalar_type()));
+  }
+}
+}  // namespace detail
+
 inline Batch place(const Batch& b, const Placement& where) {
   const bool round = where.round_inputs_to != c10::ScalarType::Undefined;
   auto move = [&](at::Tensor t) {
@@ -334,6 +352,7 @@ class ModelInstance final : public Instance {
       torch::NoGradGuard no_grad;
       for (auto& p : net_->parameters()) p.set_data(p.to(where_.round_inputs_to).to(p.scalar_type()));
     }
+    if (where_.nudge_parameters) detail::nudge_parameters(*net_, where_.dtype, setup_.seed);
     net_->to(where_.device, where_.dtype);
     if (train_) {
       net_->train();

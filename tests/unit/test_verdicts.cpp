@@ -297,6 +297,66 @@ TEST(Decision, AllOutputsWithinTheGoldRulesPassAsFloat32Fragile) {
   EXPECT_EQ(attribution, Fragile::Target);
 }
 
+// Chaos: a failing output whose difference from the CPU's own run is within kChaosMultiplier times
+// what that run moves by with its parameters one unit away is not judged; a case of such outputs (and
+// forgiven ones) is a skip, never a pass. A 10% scale error on a stable output stays a mismatch, and
+// so does a chaotic output beside one that fails outright, or a target NaN the witness lacks.
+TEST(Decision, AChaoticFirstStepIsASkipNeverAPass) {
+  at::manual_seed(3);
+  const at::Tensor w = at::randn({4096});
+  auto failing_output = [](const std::string& name) {
+    OutputReport o;
+    o.name = name;
+    o.ok = false;
+    return o;
+  };
+  auto measured = [] {
+    Attribution a;
+    a.measured = true;
+    a.dtype = "bfloat16";
+    return a;
+  };
+  auto decide = [](std::vector<OutputAttribution>& failing, Fragile& attribution) {
+    Verdict v{Status::Mismatch, "grad0/a: 900 of 4096 elements outside tolerance", "grad0/a"};
+    decide_attribution(failing, v, attribution);
+    return v;
+  };
+  // Chaotic: the nudged run lands 0.1 away (RMS), the target 0.15.
+  const TensorsByName witness{{"grad0/a", w}, {"grad0/b", w}};
+  const TensorsByName nudged{{"grad0/a", w + 0.1 * at::randn({4096})}, {"grad0/b", w + 1e-3 * at::randn({4096})}};
+  OutputReport a = failing_output("grad0/a"), b = failing_output("grad0/b");
+  std::vector<OutputAttribution> failing{{&a, measured()}};
+  EXPECT_TRUE(mark_chaotic(failing, witness, nudged, {{"grad0/a", w + 0.15 * at::randn({4096})}}));
+  Fragile attribution = Fragile::Float32;
+  Verdict v = decide(failing, attribution);
+  EXPECT_EQ(v.status, Status::Skip);
+  EXPECT_EQ(attribution, Fragile::Unknown);
+  EXPECT_NE(v.message.find("not judged: bfloat16 training"), std::string::npos) << v.message;
+
+  // Stable (the nudged run 1e-3 away): a target 10% too small is no chaos, and stays a mismatch.
+  failing = {{&b, measured()}};
+  EXPECT_FALSE(mark_chaotic(failing, witness, nudged, {{"grad0/b", w * 0.9}}));
+  EXPECT_EQ(decide(failing, attribution).status, Status::Mismatch);
+
+  // As scattered as the nudged run, but 10% short as a whole: a scale, not chaos.
+  failing = {{&a, measured()}};
+  EXPECT_FALSE(mark_chaotic(failing, witness, nudged, {{"grad0/a", 0.9 * w + 0.1 * at::randn({4096})}}));
+  EXPECT_EQ(decide(failing, attribution).status, Status::Mismatch);
+
+  // One chaotic output beside one that fails outright: the case is a mismatch.
+  failing = {{&a, measured()}, {&b, measured()}};
+  mark_chaotic(failing, witness, nudged, {{"grad0/a", w + 0.15 * at::randn({4096})}, {"grad0/b", w * 0.9}});
+  EXPECT_TRUE(failing[0].attribution.chaotic);
+  EXPECT_FALSE(failing[1].attribution.chaotic);
+  EXPECT_EQ(decide(failing, attribution).status, Status::Mismatch);
+
+  // A NaN the witness does not have is never chaos, however close the rest.
+  at::Tensor with_nan = w + 0.05 * at::randn({4096});
+  with_nan[7] = std::numeric_limits<float>::quiet_NaN();
+  failing = {{&a, measured()}};
+  EXPECT_FALSE(mark_chaotic(failing, witness, nudged, {{"grad0/a", with_nan}}));
+}
+
 // The float64 figures quoted are those of the output the verdict leads with, as the verdict names
 // it, never as its message text happens to begin.
 TEST(Decision, TheQuotedOutputIsTheOneTheVerdictNamesNotTheMessagesFirstWord) {
