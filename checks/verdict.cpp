@@ -238,6 +238,8 @@ bool mark_chaotic(std::vector<OutputAttribution>& failing, const TensorsByName& 
     at::NoGradGuard no_grad;
     const at::Tensor w64 = wv.detach().to(at::kCPU, at::kDouble), t64 = tv.detach().to(at::kCPU, at::kDouble);
     const at::Tensor n64 = nv.detach().to(at::kCPU, at::kDouble);
+    // A target with a non-finite element the witness lacks is never chaos (finite_rms skips them).
+    if ((t64.isfinite().logical_not() & w64.isfinite()).any().item<bool>()) continue;
     const double honest = finite_rms(n64 - w64);
     const double off = finite_rms(t64 - w64);
     // Chaos scatters; it does not scale. The target's projection on the witness (1: no scale) may be
@@ -249,9 +251,7 @@ bool mark_chaotic(std::vector<OutputAttribution>& failing, const TensorsByName& 
     const double scale_target = ww > 0 ? (at::where(finite, t64, 0.0) * wf).sum().item<double>() / ww : 1.0;
     const double scale_honest = ww > 0 ? (at::where(finite, n64, 0.0) * wf).sum().item<double>() / ww : 1.0;
     if (std::abs(1 - scale_target) > std::max(kFamilyScale, kChaosMultiplier * std::abs(1 - scale_honest))) continue;
-    // A target with a non-finite element the witness lacks is never chaos (finite_rms skips them).
-    const bool nonfinite = (t64.isfinite().logical_not() & w64.isfinite()).any().item<bool>();
-    if (nonfinite || !(honest > 0) || !std::isfinite(off) || off > kChaosMultiplier * honest) continue;
+    if (!(honest > 0) || !std::isfinite(off) || off > kChaosMultiplier * honest) continue;
     a.chaotic = true;
     a.chaos_target = off;
     a.chaos_honest = honest;

@@ -50,8 +50,9 @@ bool is_training_state(const std::string& output);
 // the target's gradients or updates as a whole are scaled against the witness's by more than
 // kFamilyScale: then its failing outputs are a systematic error (Attribution::systematic, which
 // mark_chaotic never excuses), unless the nudged witness (`nudged`, may be empty; see mark_chaotic)
-// is scaled within kChaosMultiplier of as far, which is chaos. Returns what the verdict message adds when that scale is
-// what stops the forgiving, naming the dtype as `dtype_named` (the result's CaseResult::dtype).
+// is scaled within kChaosMultiplier of as far, which is chaos. Returns what the verdict message
+// adds when that scale is what stops the forgiving, naming the dtype as `dtype_named` (the
+// result's CaseResult::dtype).
 using TensorsByName = std::map<std::string, at::Tensor>;
 std::string judge_training_family(std::vector<OutputAttribution>& failing, const TensorsByName& gold,
                                   const TensorsByName& reference, const TensorsByName& rounded,
@@ -66,9 +67,9 @@ std::string judge_training_family(std::vector<OutputAttribution>& failing, const
 // (not already forgiven) whose RMS difference from the witness is at most kChaosMultiplier times
 // the nudged witness's, and whose scale against the witness (its projection on it) is off 1 by no
 // more than kFamilyScale or kChaosMultiplier times the nudged witness's, is marked chaotic: not
-// judged. Chaos scatters elements; a step short by a factor is a scale, and stays a finding. decide_attribution makes a
-// case whose failing outputs are all forgiven or chaotic, and one at least chaotic, a skip that says so: never a pass.
-// Returns whether any output was marked.
+// judged. Chaos scatters elements; a step short by a factor is a scale, and stays a finding.
+// decide_attribution makes a case whose failing outputs are all forgiven or chaotic, and one at
+// least chaotic, a skip that says so: never a pass. Returns whether any output was marked.
 constexpr double kChaosMultiplier = 2;
 bool mark_chaotic(std::vector<OutputAttribution>& failing, const TensorsByName& witness, const TensorsByName& nudged,
                   const TensorsByName& target);
