@@ -383,4 +383,31 @@ double pooled_scale(const std::vector<std::pair<at::Tensor, at::Tensor>>& witnes
   return ws > 0 ? t.root_sum() / ws : std::numeric_limits<double>::quiet_NaN();
 }
 
+double resolved_update_scale(const std::vector<UpdateSides>& updates, c10::ScalarType dtype) {
+  at::NoGradGuard no_grad;
+  ScaledSquares w, t;
+  std::int64_t resolved = 0;
+  const double unit = 2 * unit_roundoff(dtype);  // the spacing of the dtype at 1
+  for (const UpdateSides& u : updates) {
+    if (!u.witness.defined() || !u.target.defined() || !u.param.defined() || u.witness.sizes() != u.target.sizes() ||
+        u.witness.sizes() != u.param.sizes() || u.witness.numel() == 0 || !u.witness.is_floating_point())
+      continue;
+    const at::Tensor wv = u.witness.detach().to(at::kCPU, at::kDouble).flatten();
+    const at::Tensor tv = u.target.detach().to(at::kCPU, at::kDouble).flatten();
+    const at::Tensor pv = u.param.detach().to(at::kCPU, at::kDouble).flatten();
+    const at::Tensor magnitude = at::maximum(pv.abs(), wv.abs());
+    // The spacing at each magnitude: 2^floor(log2 m) times the spacing at 1.
+    const at::Tensor spacing = at::exp2(at::floor(at::log2(magnitude))) * unit;
+    const at::Tensor keep =
+        wv.isfinite() & tv.isfinite() & pv.isfinite() & magnitude.gt(0) & wv.abs().ge(kResolvedSpacings * spacing);
+    const std::int64_t n = keep.sum().item<std::int64_t>();
+    if (n == 0) continue;
+    resolved += n;
+    w.add(finite_rms(wv.masked_select(keep)) * std::sqrt(static_cast<double>(n)));
+    t.add(finite_rms(tv.masked_select(keep)) * std::sqrt(static_cast<double>(n)));
+  }
+  const double ws = w.root_sum();
+  return resolved >= kMinResolved && ws > 0 ? t.root_sum() / ws : std::numeric_limits<double>::quiet_NaN();
+}
+
 }  // namespace mpscheck

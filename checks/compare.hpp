@@ -214,6 +214,21 @@ bool within_family(const Attribution& target, const FamilyEnvelope& envelope);
 // pairs (witness, target); NaN when there is nothing to measure.
 double pooled_scale(const std::vector<std::pair<at::Tensor, at::Tensor>>& witness_target);
 
+// Parameter updates in float16/bfloat16 are differences of two rounded parameters: an update
+// smaller than a few spacings of the dtype at the parameter's magnitude is mostly rounding (Adam's
+// first steps move a bfloat16 weight of 0.02 by 1.6 spacings), and there a step 10% short and an
+// honest one round alike, while an honest device that rounds the other way moves it by a whole
+// spacing. The scale of the updates is read where the dtype resolves them: the RMS of the target's
+// updates over the witness's, pooled over the elements whose witness update is at least
+// kResolvedSpacings spacings at max(|parameter|, |update|) (`param` is the witness's parameter
+// after the steps). NaN when fewer than kMinResolved elements qualify: nothing to read.
+struct UpdateSides {
+  at::Tensor witness, target, param;
+};
+constexpr double kResolvedSpacings = 8;
+constexpr std::int64_t kMinResolved = 64;
+double resolved_update_scale(const std::vector<UpdateSides>& updates, c10::ScalarType dtype);
+
 // The unit roundoff of a floating dtype (half the distance from 1 to the next value).
 double unit_roundoff(c10::ScalarType dtype);
 

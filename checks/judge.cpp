@@ -108,10 +108,10 @@ void attribute(const Workload& w, CaseHost& host, const Outputs& ref_out,
     OutputAttribution f{&o, {}};
     auto g = gold.find(o.name);
     auto t = target_by_name.find(o.name);
-    // Exact, index, statistics and dtype findings are contracts float64 cannot excuse. An exact
+    // Exact, index, statistics, dtype and family findings are contracts float64 cannot excuse. An exact
     // (integer/bool) output of a float16/bfloat16 target may only equal, exactly, what float32
     // gives from inputs rounded to that dtype: a comparison of two values that round to the same.
-    const bool by_value = o.rule == Rule::Tolerance && !o.dtype_differs;
+    const bool by_value = o.rule == Rule::Tolerance && !o.dtype_differs && !o.family_finding;
     auto rd = rounded.find(o.name);
     if (o.rule == Rule::Exact && rd != rounded.end() && t != target_by_name.end() &&
         compare_tensors(o.name, rd->second, t->second, Tolerance{0, 0}).ok) {
@@ -360,6 +360,9 @@ void judge_case(const Workload& w, CaseHost& host, const Outputs& ref_out, const
     rep.note = "the target produced this output and the reference did not";
     r.outputs.push_back(std::move(rep));
   }
+  // float32 and float64 networks: the updates as a family, at the scale of the reference's own.
+  if (w.kind() == Kind::Model && !is_reduced(dtype) && c10::isFloatingType(dtype))
+    judge_update_scale(by_name(ref_out), target_by_name, dtype, r.outputs);
   Verdict v = judge_outputs(r.outputs);
   if ((v.status == Status::Mismatch || v.status == Status::Nan) && w.has_gold())
     attribute(w, host, ref_out, target_by_name, device, dtype, tols, r, v);

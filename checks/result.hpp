@@ -65,6 +65,9 @@ struct OutputReport {
   // Set by the comparison for the judge, which makes a case of such outputs alone a skip; the note
   // says why. Not part of report.json.
   bool not_judged = false;
+  // Failed by a rule over a family of outputs (judge_update_scale: a step short as a whole), which
+  // no per-output float64 figure can excuse. Set for the judge; not part of report.json.
+  bool family_finding = false;
   // Attribution against a CPU float64 gold run (only where it decided something; else < 0).
   double rmse_reference = -1, rmse_target = -1;
 };

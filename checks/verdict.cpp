@@ -173,8 +173,10 @@ std::string judge_training_family(std::vector<OutputAttribution>& failing, const
                                   const TensorsByName& target, const std::map<std::string, Tolerance>& tols,
                                   c10::ScalarType dtype, const std::string& dtype_named) {
   if (witness.empty()) return {};
+  // Any measured training output that failed the plain tolerance, forgiven by its own rules or not:
+  // an update's own rules cannot see a short step the dtype rounds away (compare.hpp), the family can.
   const bool any = std::any_of(failing.begin(), failing.end(), [](const OutputAttribution& f) {
-    return f.attribution.measured && !f.attribution.target_ok && is_training_state(f.output->name);
+    return f.attribution.measured && is_training_state(f.output->name);
   });
   if (!any) return {};
   auto at = [](const TensorsByName& m, const std::string& name) {
@@ -182,45 +184,84 @@ std::string judge_training_family(std::vector<OutputAttribution>& failing, const
     return it == m.end() ? at::Tensor() : it->second;
   };
   FamilyEnvelope envelope;
-  std::vector<std::pair<at::Tensor, at::Tensor>> grads, updates, grads_nudged, updates_nudged;
+  std::vector<std::pair<at::Tensor, at::Tensor>> grads, grads_nudged;
+  std::vector<UpdateSides> updates, updates_nudged;
   for (const auto& [name, tol] : tols) {
     if (!is_training_state(name) || tol.trajectory) continue;
     envelope.add(
         attribute_with_gold(at(gold, name), at(reference, name), at(witness, name), dtype, tol, at(rounded, name)));
-    const bool grad = name.rfind("grad0/", 0) == 0;
-    (grad ? grads : updates).emplace_back(at(witness, name), at(target, name));
-    (grad ? grads_nudged : updates_nudged).emplace_back(at(witness, name), at(nudged, name));
+    if (name.rfind("grad0/", 0) == 0) {
+      grads.emplace_back(at(witness, name), at(target, name));
+      grads_nudged.emplace_back(at(witness, name), at(nudged, name));
+    } else {
+      const at::Tensor param = at(witness, "param/" + name.substr(std::string("update/").size()));
+      updates.push_back({at(witness, name), at(target, name), param});
+      updates_nudged.push_back({at(witness, name), at(nudged, name), param});
+    }
   }
   // Each family is forgiven only at the witness's scale, and a failing output of a family that is
   // not is named as a systematic error, which mark_chaotic never excuses, unless the nudged witness
-  // (the same run with its parameters one unit away) is scaled as far: then it is chaos.
+  // (the same run with its parameters one unit away) is scaled as far: then it is chaos. A scaled
+  // update family takes back what the updates' own rules forgave: there the scale is the only
+  // figure that sees the step.
   std::string note;
-  auto judge = [&](const char* prefix, const char* what, double scale, double honest_scale) {
+  auto judge = [&](const char* prefix, const char* what, const std::string& over, double scale, double honest_scale,
+                   bool overrules) {
     const bool scaled = !std::isnan(scale) && std::abs(scale - 1) > kFamilyScale;
     const bool chaos =
         scaled && !std::isnan(honest_scale) && std::abs(scale - 1) <= kChaosMultiplier * std::abs(honest_scale - 1);
     bool failed = false;
     for (auto& f : failing) {
       Attribution& a = f.attribution;
-      if (a.target_ok || f.output->name.rfind(prefix, 0) != 0) continue;
+      if (!a.measured || f.output->name.rfind(prefix, 0) != 0) continue;
+      if (a.target_ok && !(overrules && scaled && !chaos)) continue;
       if (!scaled && within_family(a, envelope)) {
         a.target_ok = a.by_family = true;
       } else {
         failed = true;
+        a.target_ok = a.by_family = false;
         a.systematic = scaled && !chaos;
       }
     }
     if (scaled && !chaos && failed && note.empty())
       note = fmt::format(
-          "; the target's {} are {:.3g}% {} (RMS over all of them) than the CPU's own {} run's: a "
-          "systematic error in the target",
-          what, 100 * std::abs(scale - 1), scale > 1 ? "larger" : "smaller", dtype_named);
+          "; the target's {} are {:.3g}% {} (RMS over {}) than the CPU's own {} run's: a systematic error in "
+          "the target",
+          what, 100 * std::abs(scale - 1), scale > 1 ? "larger" : "smaller", over, dtype_named);
   };
   const bool have_nudged = !nudged.empty();
   const double nan = std::numeric_limits<double>::quiet_NaN();
-  judge("grad0/", "first-step gradients", pooled_scale(grads), have_nudged ? pooled_scale(grads_nudged) : nan);
-  judge("update/", "parameter updates", pooled_scale(updates), have_nudged ? pooled_scale(updates_nudged) : nan);
+  judge("grad0/", "first-step gradients", "all of them", pooled_scale(grads),
+        have_nudged ? pooled_scale(grads_nudged) : nan, false);
+  judge("update/", "parameter updates",
+        fmt::format("the elements the dtype resolves, updates of {:g} or more of its spacings", kResolvedSpacings),
+        resolved_update_scale(updates, dtype), have_nudged ? resolved_update_scale(updates_nudged, dtype) : nan, true);
   return note;
+}
+
+void judge_update_scale(const TensorsByName& reference, const TensorsByName& target, c10::ScalarType dtype,
+                        std::vector<OutputReport>& outputs) {
+  std::vector<UpdateSides> updates;
+  OutputReport* largest = nullptr;
+  double largest_rms = -1;
+  for (auto& o : outputs) {
+    if (o.name.rfind("update/", 0) != 0) continue;
+    const auto r = reference.find(o.name), t = target.find(o.name);
+    const auto p = reference.find("param/" + o.name.substr(std::string("update/").size()));
+    if (r == reference.end() || t == target.end() || p == reference.end()) continue;
+    updates.push_back({r->second, t->second, p->second});
+    const double rms = r->second.defined() && r->second.is_floating_point() ? finite_rms(r->second) : -1;
+    if (rms > largest_rms) largest_rms = rms, largest = &o;
+  }
+  const double scale = resolved_update_scale(updates, dtype);
+  if (!largest || std::isnan(scale) || std::abs(scale - 1) <= kFamilyScale) return;
+  const std::string note = fmt::format(
+      "the target's parameter updates are {:.3g}% {} (RMS over all {} of them, on the elements the dtype resolves) "
+      "than the reference's: a systematic error in the optimizer step or the gradients before it",
+      100 * std::abs(scale - 1), scale > 1 ? "larger" : "smaller", updates.size());
+  largest->ok = false;
+  largest->family_finding = true;
+  largest->note = largest->note.empty() ? note : largest->note + "; " + note;
 }
 
 bool mark_chaotic(std::vector<OutputAttribution>& failing, const TensorsByName& witness, const TensorsByName& nudged,

@@ -50,15 +50,28 @@ bool is_training_state(const std::string& output);
 // the target's gradients or updates as a whole are scaled against the witness's by more than
 // kFamilyScale: then its failing outputs are a systematic error (Attribution::systematic, which
 // mark_chaotic never excuses), unless the nudged witness (`nudged`, may be empty; see mark_chaotic)
-// is scaled within kChaosMultiplier of as far, which is chaos. Returns what the verdict message
-// adds when that scale is what stops the forgiving, naming the dtype as `dtype_named` (the
-// result's CaseResult::dtype).
+// is scaled within kChaosMultiplier of as far, which is chaos. The updates' scale is read where the
+// dtype resolves them (resolved_update_scale), and a scaled update family also takes back what the
+// updates' own rules forgave: their float64 rule cannot see a step the dtype rounds away, since the
+// witness loses it too. Returns what the verdict message adds when that scale is what stops the
+// forgiving, naming the dtype as `dtype_named` (the result's CaseResult::dtype).
 using TensorsByName = std::map<std::string, at::Tensor>;
 std::string judge_training_family(std::vector<OutputAttribution>& failing, const TensorsByName& gold,
                                   const TensorsByName& reference, const TensorsByName& rounded,
                                   const TensorsByName& witness, const TensorsByName& nudged,
                                   const TensorsByName& target, const std::map<std::string, Tolerance>& tols,
                                   c10::ScalarType dtype, const std::string& dtype_named);
+
+// A float32 (or float64) training case's parameter updates as a family: the train family's atol
+// (1e-4) is more than a small-step network's whole update (BERT's AdamW at 2e-5 moves a weight by
+// 4e-5 in two steps), so each update passes by itself however short the step. Where the RMS of the
+// target's updates, over the elements the dtype resolves (resolved_update_scale, with the
+// reference as the witness), is off the reference's by more than kFamilyScale, the update of
+// largest RMS fails with a note that names the scale: a systematic error. An honest device moves
+// single updates both ways (Adam turns the sign of a near-zero gradient into a whole step of the
+// other sign), never their RMS.
+void judge_update_scale(const TensorsByName& reference, const TensorsByName& target, c10::ScalarType dtype,
+                        std::vector<OutputReport>& outputs);
 
 // Chaos. A deep network's first training step in float16/bfloat16 can be chaotic: the CPU's own run
 // in the dtype, with every parameter moved by one unit (the nudged witness, Placement::

@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -355,6 +356,99 @@ TEST(Decision, AChaoticFirstStepIsASkipNeverAPass) {
   with_nan[7] = std::numeric_limits<float>::quiet_NaN();
   failing = {{&a, measured()}};
   EXPECT_FALSE(mark_chaotic(failing, witness, nudged, {{"grad0/a", with_nan}}));
+}
+
+// A short optimizer step the dtype mostly rounds away (the seeds' DCGAN and LSTM at bfloat16: Adam
+// moves weights of 0.02 by 1.6 spacings) passes every update's own float64 rule, because the CPU's
+// own run loses as much against float64. The update family's scale, read where the dtype resolves
+// the updates, still sees it: such a case is a mismatch naming the step, in both dtypes, and an
+// honest device whose parameters land one spacing the other way is not.
+TEST(Decision, AShortStepTheDtypeRoundsAwayIsStillAFinding) {
+  for (const c10::ScalarType dtype : {c10::kBFloat16, c10::kHalf}) {
+    SCOPED_TRACE(c10::toString(dtype));
+    at::manual_seed(5);
+    constexpr int64_t n = 1 << 16;
+    const double lr = 2e-4;
+    const at::Tensor before = (0.02 * at::randn({n})).to(dtype).to(at::kFloat);
+    const at::Tensor step = lr * at::randn({n}).sign();  // Adam's first step: lr per element
+    auto stepped = [&](const at::Tensor& from, double factor) {
+      return (from + factor * step).to(dtype).to(at::kFloat);
+    };
+    const at::Tensor after = stepped(before, 1.0);
+    // The nudged witness: every parameter one unit away, then the same step.
+    const double unit = 2 * unit_roundoff(dtype);
+    const at::Tensor moved = (before * (1 + unit * at::randn({n}).sign())).to(dtype).to(at::kFloat);
+    // An honest device: 1 in 20 parameters lands one spacing away after the step.
+    const at::Tensor spacing = at::exp2(at::floor(at::log2(after.abs().clamp_min(1e-30)))) * unit;
+    const at::Tensor honest_after = after + spacing * at::randn({n}).sign() * (at::rand({n}) < 0.05);
+    const TensorsByName witness{{"update/w", after - before}, {"param/w", after}};
+    const TensorsByName nudged{{"update/w", stepped(moved, 1.0) - moved}, {"param/w", stepped(moved, 1.0)}};
+    const TensorsByName gold{{"update/w", (before.to(at::kDouble) + step.to(at::kDouble)) - before.to(at::kDouble)}};
+    const TensorsByName reference{{"update/w", step}};
+    const std::map<std::string, Tolerance> tols{{"update/w", Tolerance{0.05, 0.05}}};
+    auto judged = [&](const at::Tensor& target_update, std::string& note) {
+      OutputReport o;
+      o.name = "update/w";
+      o.ok = false;
+      Attribution forgiven;  // as every update's own rules forgave it on the seeds' networks
+      forgiven.measured = forgiven.target_ok = true;
+      forgiven.dtype = c10::toString(dtype);
+      std::vector<OutputAttribution> failing{{&o, forgiven}};
+      note = judge_training_family(failing, gold, reference, reference, witness, nudged, {{"update/w", target_update}},
+                                   tols, dtype, "the dtype");
+      Verdict v{Status::Mismatch, "update/w: 900 of 65536 elements outside tolerance", "update/w"};
+      Fragile attribution = Fragile::Unknown;
+      decide_attribution(failing, v, attribution);
+      return std::make_pair(v.status, failing[0].attribution.systematic);
+    };
+    std::string note;
+    // The step 10% short, applied before the parameter is rounded (the sim's train-step plant).
+    const at::Tensor short_update = stepped(before, 0.9) - before;
+    EXPECT_EQ(judged(short_update, note), std::make_pair(Status::Mismatch, true));
+    EXPECT_NE(note.find("parameter updates are"), std::string::npos) << note;
+    EXPECT_NE(note.find("smaller"), std::string::npos) << note;
+    EXPECT_EQ(judged(honest_after - before, note), std::make_pair(Status::Pass, false)) << note;
+    EXPECT_EQ(judged(after - before, note), std::make_pair(Status::Pass, false)) << note;
+  }
+}
+
+// float32: BERT's AdamW at 2e-5 moves a weight by 4e-5 in two steps, less than the train family's
+// atol (1e-4), so every update passed by itself with the step 10% short (the sim's train-step plant
+// at --target sim). The updates' scale as a family fails the largest, as a finding float64 cannot
+// excuse. Honest differences do not: Adam turning a few near-zero gradients into whole steps of the
+// other sign, or a unit of rounding on every element.
+TEST(Decision, AFloat32StepShortAsAWholeIsAFindingBelowTheTrainAtol) {
+  at::manual_seed(9);
+  TensorsByName reference, target_short, target_flipped, target_rounded;
+  std::vector<OutputReport> outputs;
+  for (const char* name : {"a", "b", "c"}) {
+    const at::Tensor param = 0.02 * at::randn({4096});
+    const at::Tensor update = 4e-5 * at::randn({4096}).sign();
+    const std::string u = std::string("update/") + name;
+    reference[u] = update;
+    reference[std::string("param/") + name] = param;
+    target_short[u] = 0.9 * update;
+    target_flipped[u] = at::where(at::rand({4096}) < 0.02, -update, update);
+    target_rounded[u] = update + 4e-12 * at::randn({4096}).sign();
+    OutputReport o;
+    o.name = u;
+    outputs.push_back(o);
+  }
+  auto judged = [&](const TensorsByName& target) {
+    std::vector<OutputReport> out = outputs;
+    judge_update_scale(reference, target, c10::kFloat, out);
+    return std::count_if(out.begin(), out.end(), [](const OutputReport& o) { return !o.ok; });
+  };
+  std::vector<OutputReport> out = outputs;
+  judge_update_scale(reference, target_short, c10::kFloat, out);
+  const auto failed = std::find_if(out.begin(), out.end(), [](const OutputReport& o) { return !o.ok; });
+  ASSERT_NE(failed, out.end());
+  EXPECT_TRUE(failed->family_finding);
+  EXPECT_NE(failed->note.find("parameter updates are 10% smaller"), std::string::npos) << failed->note;
+  EXPECT_EQ(judged(target_short), 1);
+  EXPECT_EQ(judged(target_flipped), 0);
+  EXPECT_EQ(judged(target_rounded), 0);
+  EXPECT_EQ(judged(reference), 0);
 }
 
 // The float64 figures quoted are those of the output the verdict leads with, as the verdict names
