@@ -182,6 +182,7 @@ constexpr std::int64_t kMinMagnitudePool = 16;
 constexpr double kBiasMultiplier = 3;
 constexpr double kBiasSigmas = 6;
 constexpr double kBiasUnits = 1;
+constexpr std::int64_t kBiasBatches = 32;
 Attribution attribute_with_gold(const at::Tensor& gold, const at::Tensor& reference, const at::Tensor& target,
                                 c10::ScalarType target_dtype, const Tolerance& tol, const at::Tensor& rounded = {},
                                 const at::Tensor& witness = {});

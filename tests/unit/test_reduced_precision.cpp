@@ -627,3 +627,32 @@ TEST(ReducedPrecision, Float32OutputOfAFloat16ComputationRoundsAtFloat16Subnorma
   EXPECT_FALSE(
       attribute_with_gold(gold, reference, planted.to(at::kFloat), c10::kHalf, tol, reference.to(at::kHalf)).target_ok);
 }
+
+// A softmax's rows sum to 1, so its honest errors sum to about 0 in every row however large each
+// one is. The bias rule's standard error, taken as if every element's error were independent,
+// overstated that many times: a witnessed bfloat16 softmax 3% too large (the sim's `scale` plant at
+// --target sim) passed under a 6.6% allowance while the witness's own bias was 0.03%. With a
+// witness, the spread of its errors' batch sums measures the standard error as the rows make it.
+TEST(ReducedPrecision, AScaledSoftmaxIsCaughtThoughEachRowsErrorsCancel) {
+  for (const auto dtype : kReduced) {
+    SCOPED_TRACE(c10::toString(dtype));
+    at::manual_seed(11);
+    const at::Tensor gold = at::softmax(4 * at::randn({32, 100}, at::kDouble), -1);
+    // An honest device: each element 20% off at random, each row renormalised (rows sum to 1).
+    auto honest = [&] {
+      const at::Tensor scattered = gold * (1 + 0.2 * at::randn({32, 100}, at::kDouble));
+      return scattered / scattered.sum(-1, true);
+    };
+    const at::Tensor witness = honest(), device = honest();
+    const at::Tensor reference = gold.to(at::kFloat).to(at::kDouble);
+    const Tolerance tol = tolerance_for("softmax", dtype);
+    auto judged = [&](const at::Tensor& target) {
+      return attribute_with_gold(gold, reference, target.to(dtype), dtype, tol, reference, witness.to(dtype));
+    };
+    const Attribution scaled = judged(device * 1.03);
+    EXPECT_FALSE(scaled.bias_ok) << "bias " << scaled.bias_target << " allowed " << scaled.bias_allowed;
+    EXPECT_FALSE(scaled.target_ok);
+    const Attribution fair = judged(device);
+    EXPECT_TRUE(fair.bias_ok) << "bias " << fair.bias_target << " allowed " << fair.bias_allowed;
+  }
+}
