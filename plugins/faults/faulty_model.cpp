@@ -25,10 +25,34 @@ class FaultyMlpInstance final : public Instance {
     forward(&layers);
     return layers;
   }
+  // Each layer is one linear op: its input and weight, for the op-level reproducer.
+  LayerCall layer_call(const std::string& layer, int call) override {
+    LayerCall c;
+    for (size_t i = 0; i < weights_.size(); ++i) {
+      if (layer != kNames[i] || call != 0) continue;
+      c.python = "torch.nn.functional.linear(x, weight)";
+      c.tensors = {{"x", input_of(i).clone()}, {"weight", weights_[i].clone()}};
+      return c;
+    }
+    c.missing = "the forward pass has no call " + std::to_string(call + 1) + " of layer " + layer;
+    return c;
+  }
 
  private:
+  static constexpr const char* kNames[] = {"fc1", "fc2", "fc3"};
+
+  // The input layer `upto` receives: the pass before it, as forward() runs it.
+  at::Tensor input_of(size_t upto) const {
+    at::Tensor h = x_;
+    for (size_t i = 0; i < upto; ++i) {
+      h = at::matmul(h, weights_[i].t());
+      if (planted_ && i == 1) h = h + 0.05;
+      h = at::relu(rounded(h));
+    }
+    return h;
+  }
+
   at::Tensor forward(Outputs* trace) const {
-    static const char* const kNames[] = {"fc1", "fc2", "fc3"};
     at::Tensor h = x_;
     for (size_t i = 0; i < weights_.size(); ++i) {
       h = at::matmul(h, weights_[i].t());
