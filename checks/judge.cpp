@@ -102,6 +102,10 @@ void attribute(const Workload& w, CaseHost& host, const Outputs& ref_out,
     } catch (...) {
     }
   }
+  // A float32 network on an accelerator: the reference is already the CPU's own run in that dtype,
+  // so it is the base chaos is measured from (mark_chaotic), as the witness is for float16/bfloat16.
+  const bool float32_accelerator = dtype == c10::kFloat && device.type() != c10::kCPU;
+  const std::map<std::string, at::Tensor>& chaos_base = witness.empty() && float32_accelerator ? ref_by_name : witness;
   std::vector<OutputAttribution> failing;
   for (auto& o : r.outputs) {
     if (o.ok) continue;
@@ -128,7 +132,7 @@ void attribute(const Workload& w, CaseHost& host, const Outputs& ref_out,
   // A witnessed network that fails: the nudged witness (the CPU's own run, parameters one unit away)
   // says how far chaos alone carries it, for the family's scale and for each output.
   std::map<std::string, at::Tensor> nudged;
-  if (w.kind() == Kind::Model && !witness.empty() &&
+  if (w.kind() == Kind::Model && !chaos_base.empty() &&
       std::any_of(failing.begin(), failing.end(), [](const OutputAttribution& f) { return f.attribution.measured; })) {
     try {
       Placement p{c10::Device(c10::kCPU), dtype, Side::Reference};
@@ -143,7 +147,7 @@ void attribute(const Workload& w, CaseHost& host, const Outputs& ref_out,
                                  ? judge_training_family(failing, gold, ref_by_name, rounded, witness, nudged,
                                                          target_by_name, tols, dtype, r.dtype)
                                  : std::string();
-  if (!nudged.empty()) mark_chaotic(failing, witness, nudged, target_by_name);
+  if (!nudged.empty()) mark_chaotic(failing, chaos_base, nudged, target_by_name);
   decide_attribution(failing, v, r.attribution);
   if (v.status == Status::Mismatch || v.status == Status::Nan) v.message += family;
 }
