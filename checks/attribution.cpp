@@ -110,6 +110,11 @@ class GoldJudge {
   std::vector<ScaledSquares> bins_, target_bins_, gold_bins_;
   std::vector<double> bin_max_, pooled_;
   double bias_t_ = 0, bias_r_ = 0, bias_b_ = 0, bias_w_ = 0, magnitude_ = 0;
+  // The paired bias (bias_rule): the target's and the witness's signed errors against b, and the
+  // witness's scatter about b (at least a unit of each element), where a witness and b both exist.
+  bool paired_ = false;
+  double paired_t_ = 0, paired_w_ = 0;
+  ScaledSquares paired_scatter_;
   // The witness's signed errors summed over kBiasBatches contiguous batches of elements: the spread
   // of those sums is its bias's standard error as the output's structure makes it (bias_rule).
   std::vector<double> witness_batches_;
@@ -131,6 +136,7 @@ GoldJudge::GoldJudge(Attribution& a, const at::Tensor& gold, const at::Tensor& r
   witnessed_ =
       reduced_ && witness.defined() && witness.sizes() == gold.sizes() && c10::isFloatingType(witness.scalar_type());
   a_.witnessed = witnessed_;
+  paired_ = witnessed_ && usable && !tol.network;
   w_ = witnessed_ ? witness.detach().to(at::kCPU).reshape({-1}) : g_;
   const c10::ScalarType rounding_dtype = reduced_                              ? target_dtype
                                          : target.scalar_type() == at::kDouble ? at::kFloat
@@ -191,6 +197,10 @@ void GoldJudge::sum_errors() {
       if (witnessed_ && std::isfinite(w[i])) {
         sw_.add(w[i] - g[i]), bias_w_ += (w[i] - g[i]) * sign;
         witness_batches_[(begin + i) * kBiasBatches / n_] += (w[i] - g[i]) * sign;
+      }
+      if (paired_ && std::isfinite(b[i]) && std::isfinite(t[i]) && std::isfinite(w[i])) {
+        paired_t_ += (t[i] - b[i]) * sign, paired_w_ += (w[i] - b[i]) * sign;
+        paired_scatter_.add(std::max(std::abs(w[i] - b[i]), u_ * std::abs(g[i])));
       }
       sg_.add(g[i]);
       const double local = local_error(g[i], r[i], b[i], w[i]);
@@ -343,10 +353,20 @@ void GoldJudge::bias_rule() {
     const double batches = std::sqrt(kBiasBatches / (kBiasBatches - 1.0)) * spread.root_sum() / magnitude_;
     if (std::isfinite(batches)) standard_error = std::min(standard_error, batches);
   }
-  a_.bias_allowed = kBiasMultiplier * a_.bias_honest + kBiasSigmas * standard_error +
-                    kBiasUnits * u_ * (1 + kRoundingUnits / std::sqrt(count));
+  const double units = kBiasUnits * u_ * (1 + kRoundingUnits / std::sqrt(count));
+  a_.bias_allowed = kBiasMultiplier * a_.bias_honest + kBiasSigmas * standard_error + units;
   a_.bias_ok = std::abs(a_.bias_target) <= a_.bias_allowed;
   a_.excess.bias = excess_of(std::abs(a_.bias_target), a_.bias_allowed);
+  if (!paired_) return;
+  // The paired bias: against b, which shares the target's rounded inputs, the rounding of the inputs
+  // drops out; what is left is what the device's intermediates do, which the witness shows.
+  a_.paired_target = paired_t_ / magnitude_;
+  a_.paired_honest = std::abs(paired_w_) / magnitude_;
+  a_.paired_allowed =
+      kBiasMultiplier * a_.paired_honest + kBiasSigmas * paired_scatter_.root_sum() / magnitude_ + units;
+  const double paired_excess = excess_of(std::abs(a_.paired_target), a_.paired_allowed);
+  a_.excess.bias = std::max(a_.excess.bias, paired_excess);
+  if (a_.bias_ok && paired_excess > 1) a_.bias_ok = false, a_.paired_failed = true;
 }
 
 }  // namespace

@@ -124,7 +124,13 @@ constexpr double kBiasScreenUnits = 0.5;
 //    must be within kBiasMultiplier times that of float32 and of b, plus kBiasSigmas standard errors
 //    of the honest baseline's errors (sqrt(sum local^2) / sum |g|), plus kBiasUnits * u * (1 +
 //    kRoundingUnits / sqrt(n)). Every element 3% too large, or a loss 10% off, fails it even when
-//    each element is within a few rounding units.
+//    each element is within a few rounding units. With a witness, the bias is judged once more
+//    against b instead of gold (the paired bias): the rounding of the inputs, which b, the witness
+//    and the target share, drops out of both the bias and its standard error, which is then the
+//    witness's scatter about b (at least a unit of each element). A softmax over coarsely rounded
+//    logits moves by up to a quarter between float64 and b, and hid a bias of 3% there. That
+//    standard error treats elements as independent, which one op's outputs are and a network's
+//    are not (Tolerance::network): honest bfloat16 training failed it on 9 of 21 networks.
 // Where gold is non-finite, or finite but beyond the largest finite value of the target dtype
 // (float32 for float32 targets), the position is non-finite: the target must hold gold's value, the
 // same value as float32, or an infinity or the dtype's extreme of gold's sign; such elements take
@@ -146,6 +152,11 @@ struct Attribution {
   // the largest honest one (float32's or the rounded baseline's), what is allowed, and the dtype.
   bool bias_ok = true;
   double bias_target = 0, bias_honest = 0, bias_allowed = 0;
+  // The paired bias (witnessed float16/bfloat16 only): the same against b, the float32 result from
+  // the same rounded inputs and weights, which every side shares, with the witness's own bias
+  // against b as the honest one; set when it is what failed the bias rule.
+  bool paired_failed = false;
+  double paired_target = 0, paired_honest = 0, paired_allowed = 0;
   // The band rule (float16/bfloat16 only): the worst band of magnitudes [band_low, band_high) of
   // |g|, its element count, the target's RMS error there and what was allowed.
   bool band_ok = true;

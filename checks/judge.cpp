@@ -323,6 +323,7 @@ void judge_case(const Workload& w, CaseHost& host, const Outputs& ref_out, const
       const bool reduced = is_reduced(dtype);
       if (reduced) {
         tols[o.name] = scaled_to_output(tols[o.name], dtype, finite_rms(o.value), w.family(), o.name);
+        tols[o.name].network = w.kind() == Kind::Model;
         // A parameter's update is the difference of two parameters, each rounded to the dtype: it
         // carries the rounding of the parameter, not of the update (Adam moves a weight of 0.05 by
         // 1e-3, a quarter of a bfloat16 unit there). Its atol is that of the parameter's own scale.

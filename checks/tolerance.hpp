@@ -20,6 +20,10 @@ struct Tolerance {
   // tolerance and the float64 judge's whole-output spread, with no bias rule. Parameter updates and
   // first-step gradients are judged as outputs in their own right by the reduced-precision rule.
   bool trajectory = false;
+  // A network's output (a Model case): each element carries the rounding of every layer before it,
+  // shared with the rest of the output, so its elements' errors are not independent draws, and the
+  // paired bias rule (checks/compare.hpp), whose standard error assumes they are, does not apply.
+  bool network = false;
 };
 
 // Tolerance for comparing a target computing in `dtype` against the CPU float32 reference, for a

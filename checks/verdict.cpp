@@ -120,11 +120,19 @@ void decide_attribution(std::vector<OutputAttribution>& failing, Verdict& v, Fra
   const Attribution& a = quoted->attribution;
   if (!a.bias_ok) {
     // A systematic error: named as such, whatever the single elements look like.
-    v.message += fmt::format(
-        "; {}: the target is {:.2g}% too {} on average against float64, honest {} rounding explains {:.2g}% "
-        "(float32 and the rounded-input baseline are off by {:.2g}%): a systematic error in the target",
-        o.name, 100 * std::abs(a.bias_target), a.bias_target > 0 ? "large" : "small", a.dtype, 100 * a.bias_allowed,
-        100 * a.bias_honest);
+    if (a.paired_failed)
+      v.message += fmt::format(
+          "; {}: the target is {:.2g}% too {} on average against float32 from the same {}-rounded inputs and "
+          "weights, where the CPU's own {} run is off by {:.2g}% and honest rounding explains {:.2g}%: a "
+          "systematic error in the target",
+          o.name, 100 * std::abs(a.paired_target), a.paired_target > 0 ? "large" : "small", a.dtype, a.dtype,
+          100 * a.paired_honest, 100 * a.paired_allowed);
+    else
+      v.message += fmt::format(
+          "; {}: the target is {:.2g}% too {} on average against float64, honest {} rounding explains {:.2g}% "
+          "(float32 and the rounded-input baseline are off by {:.2g}%): a systematic error in the target",
+          o.name, 100 * std::abs(a.bias_target), a.bias_target > 0 ? "large" : "small", a.dtype, 100 * a.bias_allowed,
+          100 * a.bias_honest);
     if (a.bad_elements > 0)
       v.message += fmt::format("; {} of {}'s elements are off by more than rounding allows", a.bad_elements, o.name);
   } else if (!a.band_ok) {

@@ -656,3 +656,35 @@ TEST(ReducedPrecision, AScaledSoftmaxIsCaughtThoughEachRowsErrorsCancel) {
     EXPECT_TRUE(fair.bias_ok) << "bias " << fair.bias_target << " allowed " << fair.bias_allowed;
   }
 }
+
+// Logits from -100 to 100 rounded to bfloat16 (spacing 0.5 above 64) move a softmax down its columns
+// by up to a quarter against float64, the same for every side that starts from the rounded inputs:
+// the bias rule against float64 counted that as noise and allowed about 5%, so a softmax 3% too
+// large passed. Against b (float32 from the same rounded inputs) it drops out, and the paired bias
+// catches the scale while the honest device, a unit off here and there, stays inside it.
+TEST(ReducedPrecision, AScaledSoftmaxOverCoarselyRoundedLogitsIsCaughtAgainstTheRoundedBaseline) {
+  for (const auto dtype : kReduced) {
+    SCOPED_TRACE(c10::toString(dtype));
+    at::manual_seed(12);
+    const at::Tensor x = 100 * (2 * at::rand({100, 32}, at::kDouble) - 1);
+    const at::Tensor gold = at::softmax(x, 0);
+    const at::Tensor reference = at::softmax(x.to(at::kFloat), 0).to(at::kDouble);
+    const at::Tensor rounded = at::softmax(x.to(dtype).to(at::kFloat), 0);
+    const at::Tensor witness = rounded.to(dtype);
+    // An honest device: the witness with one element in three a unit of the dtype away.
+    const at::Tensor unit = at::where(at::rand({100, 32}) < 1.0 / 3, 2 * unit_roundoff(dtype), 0.0);
+    const at::Tensor device = (rounded * (1 + unit * at::where(at::rand({100, 32}) < 0.5, 1.0, -1.0))).to(dtype);
+    const Tolerance tol = tolerance_for("softmax", dtype);
+    auto judged = [&](const at::Tensor& target) {
+      return attribute_with_gold(gold, reference, target, dtype, tol, rounded, witness);
+    };
+    const Attribution scaled = judged((rounded * 1.03).to(dtype));
+    EXPECT_FALSE(scaled.bias_ok) << "paired " << scaled.paired_target << " allowed " << scaled.paired_allowed;
+    // float16's spacing there is 1/16: the bias against float64 already catches it.
+    if (dtype == c10::kBFloat16)
+      EXPECT_TRUE(scaled.paired_failed) << "bias " << scaled.bias_target << " allowed " << scaled.bias_allowed;
+    EXPECT_FALSE(scaled.target_ok);
+    const Attribution fair = judged(device);
+    EXPECT_TRUE(fair.bias_ok) << "paired " << fair.paired_target << " allowed " << fair.paired_allowed;
+  }
+}
