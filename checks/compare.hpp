@@ -237,6 +237,8 @@ double pooled_scale(const std::vector<std::pair<at::Tensor, at::Tensor>>& witnes
 struct UpdateSides {
   at::Tensor witness, target, param;
 };
+// The parameter output an update output belongs to: "update/fc.weight" -> "param/fc.weight".
+inline std::string param_of_update(const std::string& update) { return "param/" + update.substr(7); }
 constexpr double kResolvedSpacings = 8;
 constexpr std::int64_t kMinResolved = 64;
 double resolved_update_scale(const std::vector<UpdateSides>& updates, c10::ScalarType dtype);

@@ -202,7 +202,7 @@ std::string judge_training_family(std::vector<OutputAttribution>& failing, const
       grads.emplace_back(at(witness, name), at(target, name));
       grads_nudged.emplace_back(at(witness, name), at(nudged, name));
     } else {
-      const at::Tensor param = at(witness, "param/" + name.substr(std::string("update/").size()));
+      const at::Tensor param = at(witness, param_of_update(name));
       updates.push_back({at(witness, name), at(target, name), param});
       updates_nudged.push_back({at(witness, name), at(nudged, name), param});
     }
@@ -255,7 +255,7 @@ void judge_update_scale(const TensorsByName& reference, const TensorsByName& tar
   for (auto& o : outputs) {
     if (o.name.rfind("update/", 0) != 0) continue;
     const auto r = reference.find(o.name), t = target.find(o.name);
-    const auto p = reference.find("param/" + o.name.substr(std::string("update/").size()));
+    const auto p = reference.find(param_of_update(o.name));
     if (r == reference.end() || t == target.end() || p == reference.end()) continue;
     updates.push_back({r->second, t->second, p->second});
     const double rms = r->second.defined() && r->second.is_floating_point() ? finite_rms(r->second) : -1;
