@@ -8,6 +8,7 @@
 #include <ATen/core/stack.h>
 
 #include <cstddef>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -50,8 +51,9 @@ bool run_planted(const c10::OperatorHandle& op, torch::jit::Stack* stack);
 // changed the stack and the plain fallback should run on it.
 std::optional<bool> run_scalar_classes(const c10::OperatorHandle& op, torch::jit::Stack* stack);
 // The convolution kernel (sim_device.cpp) hands its host result here for the planted classes
-// that change values (scale, ulp-noise); returns it, edited in place.
-at::Tensor planted_convolution(at::Tensor out);
+// that change values (scale, ulp-noise); returns it, edited in place. `exact(dtype)` reruns the
+// convolution with its operands widened to `dtype`, for ulp-noise on float16/bfloat16.
+at::Tensor planted_convolution(at::Tensor out, const std::function<at::Tensor(c10::ScalarType)>& exact);
 // Called at every synchronize: raises a deferred kernel error (or hangs, with sync-hang).
 void at_synchronize();
 // A planted kernel error that surfaces only at the next synchronize (as on a real command queue).

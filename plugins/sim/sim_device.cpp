@@ -337,7 +337,13 @@ at::Tensor convolution(const at::Tensor& input, const at::Tensor& weight, const 
   at::Tensor out = timed_kernel([&] {
     return at::convolution_symint(in, w, host_bias, stride, padding, dilation, transposed, output_padding, groups);
   });
-  return planted_convolution(out).to(input.device());
+  auto exact = [&](c10::ScalarType dtype) {
+    const std::optional<at::Tensor> wide_bias =
+        host_bias ? std::optional<at::Tensor>(host_bias->to(dtype)) : std::nullopt;
+    return at::convolution_symint(in.to(dtype), w.to(dtype), wide_bias, stride, padding, dilation, transposed,
+                                  output_padding, groups);
+  };
+  return planted_convolution(out, exact).to(input.device());
 }
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor> convolution_backward(
