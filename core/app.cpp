@@ -46,6 +46,8 @@ void print_header(const Config& cfg, const ResolvedTarget& target, const RunRepo
       loop.jobs, loop.jobs == 1 ? "" : "s");
   if (!cfg.shard_note.empty()) std::cerr << "mpscheck: shard: " << cfg.shard_note << '\n';
   if (!target.note.empty()) std::cerr << "mpscheck: " << target.note << '\n';
+  if (const std::string cpu = reduced_cpu_target_note(report.environment, target.spec.str()); !cpu.empty())
+    std::cerr << "mpscheck: " << cpu << '\n';
   if (const std::string policy = report.run.value("dtypes", ""); !policy.empty())
     std::cerr << "mpscheck: " << policy << '\n';
   for (const auto& w : report.environment["warnings"])

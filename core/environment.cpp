@@ -7,6 +7,7 @@
 
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
+#include <ATen/Version.h>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <torch/version.h>
@@ -148,6 +149,10 @@ nlohmann::json collect_environment(const EnvironmentInput& in) {
   env["os_version"] = platform.os_version();
   env["os_build"] = platform.os_build();
   env["cpu"] = platform.cpu_model();
+  // Which of ATen's vectorised CPU kernels run ("AVX2", "AVX512", "DEFAULT"), and the CPU's
+  // float16/bfloat16 features: together they decide how a cpu:float16/bfloat16 target rounds.
+  env["cpu_kernels"] = at::get_cpu_capability();
+  env["cpu_reduced_precision"] = platform.cpu_reduced_precision();
   if (const std::string driver = platform.gpu_driver(); !driver.empty()) env["gpu_driver"] = driver;
   if (const std::string cuda = cuda_versions(at::show_config()); !cuda.empty()) env["cuda"] = cuda;
   // The chip, GPU and Metal a Mac reports (none on Linux), each only where the machine said it.
@@ -176,6 +181,23 @@ nlohmann::json collect_environment(const EnvironmentInput& in) {
   env["warnings"] = environment_warnings(env);
   // Variables and library paths are bytes (a Latin-1 folder is ordinary); the report is UTF-8.
   return valid_utf8_json(env);
+}
+
+std::string reduced_cpu_target_note(const nlohmann::json& env, const std::string& target) {
+  const auto colon = target.find(':');
+  if (target.substr(0, colon) != "cpu" || colon == std::string::npos || target.substr(colon + 1) == "float32")
+    return {};
+  const nlohmann::json features = env.value("cpu_reduced_precision", nlohmann::json::array());
+  std::string listed;
+  if (features.is_array())
+    for (const auto& f : features)
+      listed += (listed.empty() ? "" : ", ") + (f.is_string() ? f.get<std::string>() : f.dump());
+  return fmt::format(
+      "{} is this CPU's own {} kernels (ATen's {} kernels; the CPU's float16/bfloat16 features: {}): another CPU "
+      "or LibTorch may round differently, so a verdict here holds for this machine, and a network chaotic in the "
+      "dtype can pass here and fail on another",
+      target, target.substr(colon + 1), env.value("cpu_kernels", std::string("unknown")),
+      listed.empty() ? "none" : listed);
 }
 
 std::vector<std::string> environment_warnings(const nlohmann::json& env) {

@@ -23,6 +23,11 @@ std::string cpu_model_name();
 // Reads the environment block, so tests can hand it simulated values.
 std::vector<std::string> environment_warnings(const nlohmann::json& env);
 
+// For a float16/bfloat16 CPU target ("cpu:bfloat16"), what its verdicts depend on: this CPU's and
+// this LibTorch's kernels in that dtype (`env`'s cpu_kernels and cpu_reduced_precision). Empty for
+// any other target.
+std::string reduced_cpu_target_note(const nlohmann::json& env, const std::string& target);
+
 // Loaded shared libraries whose names say BLAS (from the process's own map on Linux). Empty for a
 // LibTorch that links its BLAS statically (the pip wheel's MKL): measured_matmul_gflops() is the
 // check that holds whatever the linking.

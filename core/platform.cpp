@@ -62,6 +62,21 @@ class LinuxPlatform final : public Platform {
     }
     return "unknown";
   }
+  // The first "flags" (x86) or "Features" (Arm) line, filtered to the reduced-precision features.
+  std::vector<std::string> cpu_reduced_precision() const override {
+    static const std::set<std::string> kKnown = {"f16c",           "avx512_bf16", "avx512_fp16", "amx_bf16", "amx_fp16",
+                                                 "avx_ne_convert", "bf16",        "fphp",        "asimdhp"};
+    std::ifstream in(root_ + "proc/cpuinfo");
+    for (std::string line; std::getline(in, line);) {
+      if (line.rfind("flags", 0) != 0 && line.rfind("Features", 0) != 0) continue;
+      std::vector<std::string> found;
+      std::istringstream words(line.substr(line.find(':') == std::string::npos ? line.size() : line.find(':') + 1));
+      for (std::string w; words >> w;)
+        if (kKnown.count(w)) found.push_back(w);
+      return found;
+    }
+    return {};
+  }
   // "NVRM version: NVIDIA UNIX x86_64 Kernel Module  550.54.15  Tue Mar  5 22:23:56 UTC 2024".
   std::string gpu_driver() const override {
     const std::string line = first_line(root_ + "proc/driver/nvidia/version");
@@ -139,6 +154,17 @@ class MacPlatform final : public Platform {
   std::string cpu_model() const override {
     const std::string brand = sysctl_string("machdep.cpu.brand_string");
     return brand.empty() ? "unknown" : brand;
+  }
+  std::vector<std::string> cpu_reduced_precision() const override {
+    std::vector<std::string> found;
+    using Feature = std::pair<const char*, const char*>;  // our word, sysctl's name
+    for (const Feature& f :
+         {Feature{"bf16", "hw.optional.arm.FEAT_BF16"}, Feature{"fp16", "hw.optional.arm.FEAT_FP16"}}) {
+      int on = 0;
+      size_t len = sizeof on;
+      if (sysctlbyname(f.second, &on, &len, nullptr, 0) == 0 && on == 1) found.push_back(f.first);
+    }
+    return found;
   }
   std::string gpu_driver() const override { return {}; }  // Metal is part of the OS: os_build says which
   std::vector<std::string> loaded_libraries() const override {

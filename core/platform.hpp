@@ -24,6 +24,11 @@ class Platform {
   virtual std::string os_build() const = 0;
   // "AMD EPYC 7B13", "Apple M2 Max"; "unknown" where neither says.
   virtual std::string cpu_model() const = 0;
+  // The CPU's float16/bfloat16 arithmetic and conversion features, in the kernel's (Linux
+  // /proc/cpuinfo) or sysctl's (macOS) words, among those that change how LibTorch's CPU kernels
+  // compute in those dtypes ("f16c", "avx512_bf16", "amx_bf16"; "bf16", "fphp" on Arm); empty when
+  // it has none or does not say.
+  virtual std::vector<std::string> cpu_reduced_precision() const = 0;
   // The GPU driver's version where one is installed (Linux: NVIDIA's kernel module); empty otherwise.
   virtual std::string gpu_driver() const = 0;
   // Every shared library loaded in this process.

@@ -198,9 +198,10 @@ std::string json_value_text(const nlohmann::json& value) {
 }
 
 std::vector<std::string> environment_keys(const nlohmann::json& environment) {
-  static const char* const kFirst[] = {"torch_version", "target",           "os",   "cpu",
-                                       "cores",         "threads",          "blas", "accelerators",
-                                       "variables",     "mpscheck_version", "seed"};
+  static const char* const kFirst[] = {
+      "torch_version", "target",  "os",   "cpu",          "cpu_kernels", "cpu_reduced_precision",
+      "cores",         "threads", "blas", "accelerators", "variables",   "mpscheck_version",
+      "seed"};
   std::vector<std::string> keys;
   if (!environment.is_object()) return keys;
   for (const char* k : kFirst)

@@ -132,3 +132,22 @@ TEST(Environment, OpenMpRuntimesAreListedAndTwoAreAWarning) {
   env["openmp_runtimes"] = nlohmann::json::array({here[0]});
   EXPECT_TRUE(mpscheck::environment_warnings(env).empty());
 }
+
+// A float16/bfloat16 CPU target is this CPU's own kernels in the dtype: the note names what they
+// depend on, and no other target gets one.
+TEST(Environment, AReducedPrecisionCpuTargetNamesTheKernelsItsVerdictsDependOn) {
+  const nlohmann::json env{{"cpu_kernels", "AVX2"}, {"cpu_reduced_precision", {"f16c"}}};
+  const std::string note = mpscheck::reduced_cpu_target_note(env, "cpu:bfloat16");
+  EXPECT_NE(note.find("cpu:bfloat16 is this CPU's own bfloat16 kernels (ATen's AVX2 kernels; the CPU's "
+                      "float16/bfloat16 features: f16c)"),
+            std::string::npos)
+      << note;
+  EXPECT_NE(mpscheck::reduced_cpu_target_note({{"cpu_kernels", "DEFAULT"}}, "cpu:float16").find("features: none"),
+            std::string::npos);
+  for (const char* other : {"cpu", "cpu:float32", "sim:bfloat16", "mps:float16", "cuda"})
+    EXPECT_EQ(mpscheck::reduced_cpu_target_note(env, other), "") << other;
+  // This machine's block says which kernels run.
+  const nlohmann::json here = mpscheck::collect_environment({});
+  EXPECT_FALSE(here.value("cpu_kernels", std::string()).empty());
+  EXPECT_TRUE(here.at("cpu_reduced_precision").is_array());
+}

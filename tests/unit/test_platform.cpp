@@ -22,7 +22,8 @@ fs::path fake_root(bool nvidia) {
       << "PRETTY_NAME=\"Debian GNU/Linux 12 (bookworm)\"\nNAME=\"Debian GNU/Linux\"\n"
          "VERSION_ID=\"12\"\n";
   std::ofstream(root / "proc/sys/kernel/osrelease") << "6.1.0-18-amd64\n";
-  std::ofstream(root / "proc/cpuinfo") << "processor\t: 0\nvendor_id\t: AuthenticAMD\nmodel name\t: AMD EPYC 7B13\n";
+  std::ofstream(root / "proc/cpuinfo") << "processor\t: 0\nvendor_id\t: AuthenticAMD\nmodel name\t: AMD EPYC 7B13\n"
+                                          "flags\t\t: fpu sse2 avx2 f16c fma avx512_bf16 amx_tile amx_bf16\n";
   std::ofstream(root / "proc/self/maps")
       << "7f00-7f10 r-xp 00000000 08:01 1 /usr/lib/libgomp.so.1\n7f10-7f20 rw-p 00000000 00:00 0 [heap]\n"
          "7f20-7f30 r-xp 00000000 08:01 2 /opt/torch/lib/libtorch_cpu.so\n";
@@ -42,6 +43,7 @@ TEST(LinuxPlatform, ReadsTheOsTheCpuTheDriverAndTheLoadedLibrariesFromItsRoot) {
   EXPECT_EQ(p->os_version(), "12");
   EXPECT_EQ(p->os_build(), "6.1.0-18-amd64");
   EXPECT_EQ(p->cpu_model(), "AMD EPYC 7B13");
+  EXPECT_EQ(p->cpu_reduced_precision(), (std::vector<std::string>{"f16c", "avx512_bf16", "amx_bf16"}));
   EXPECT_EQ(p->gpu_driver(), "NVIDIA 550.54.15");
   EXPECT_EQ(p->loaded_libraries(),
             (std::vector<std::string>{"/opt/torch/lib/libtorch_cpu.so", "/usr/lib/libgomp.so.1"}));
@@ -54,6 +56,7 @@ TEST(LinuxPlatform, WhatIsMissingIsEmptyOrUnknown) {
   const auto p = linux_platform(root.string());
   EXPECT_EQ(p->gpu_driver(), "");
   EXPECT_EQ(p->cpu_model(), "unknown");
+  EXPECT_TRUE(p->cpu_reduced_precision().empty());
   fs::remove_all(root);
   const auto none = linux_platform(root.string());
   EXPECT_EQ(none->os_description(), "");
