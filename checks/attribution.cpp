@@ -149,9 +149,9 @@ GoldJudge::GoldJudge(Attribution& a, const at::Tensor& gold, const at::Tensor& r
   // wider (a float32 output of a float16 product): the coarser of the two.
   tiny_ = std::max(smallest_subnormal(target.scalar_type()), reduced_ ? smallest_subnormal(target_dtype) : 0.0);
   const size_t bins = reduced_ ? kBins : 0;
-  bins_.resize(bins), target_bins_.resize(bins), gold_bins_.resize(bins);
+  bins_.resize(kBins), target_bins_.resize(bins), gold_bins_.resize(bins);
   witness_batches_.assign(witnessed_ ? kBiasBatches : 0, 0.0);
-  bin_max_.assign(bins, 0.0), pooled_.assign(bins, 0.0);
+  bin_max_.assign(kBins, 0.0), pooled_.assign(kBins, 0.0);
 }
 
 template <class Pass>
@@ -192,6 +192,11 @@ void GoldJudge::sum_errors() {
         st_.add(t[i] - g[i]), bias_t_ += (t[i] - g[i]) * sign;
       else
         t_nonfinite_ = true;
+      // The honest error per magnitude: float32's, and for reduced precision the baseline's and witness's.
+      const double local = local_error(g[i], r[i], b[i], w[i]);
+      const int bin = magnitude_bin(g[i]);
+      bins_[bin].add(local);
+      bin_max_[bin] = std::max(bin_max_[bin], local);
       if (!reduced_) continue;
       if (std::isfinite(b[i])) sb_.add(b[i] - g[i]), bias_b_ += (b[i] - g[i]) * sign;
       if (witnessed_ && std::isfinite(w[i])) {
@@ -203,10 +208,6 @@ void GoldJudge::sum_errors() {
         paired_scatter_.add(std::max(std::abs(w[i] - b[i]), u_ * std::abs(g[i])));
       }
       sg_.add(g[i]);
-      const double local = local_error(g[i], r[i], b[i], w[i]);
-      const int bin = magnitude_bin(g[i]);
-      bins_[bin].add(local);
-      bin_max_[bin] = std::max(bin_max_[bin], local);
       gold_bins_[bin].add(g[i]);
       target_bins_[bin].add(std::isfinite(t[i]) ? t[i] - g[i] : 0.0);
       honest_.add(local);
@@ -231,14 +232,13 @@ void GoldJudge::rmse_rule() {
   a_.excess.rmse = excess_of(t_nonfinite_ ? kInf : st_.rms(), rmse_allowed);
 }
 
-// Reduced precision: the spread allowed at a magnitude is the honest error of the elements of
+// The spread allowed at a magnitude (every dtype) is the honest error of the elements of
 // that magnitude and below (pooled upwards until there are kMinMagnitudePool of them): the larger
 // of kSpreadMultiplier times their RMS and kPeakMultiplier times the largest of them. The RMS
 // alone undersells a cancellation: there honest errors are set by the terms, not the result, and
 // one honest run's error at an element does not bound another's, only the largest error the
 // honest runs show at that magnitude does.
 void GoldJudge::spread_by_magnitude() {
-  if (!reduced_) return;
   std::vector<ScaledSquares> below(kBins);
   std::vector<double> peak_below(kBins, 0.0);
   for (int k = 0; k < kBins; ++k) {
@@ -322,7 +322,8 @@ void GoldJudge::element_rule() {
         const double local = local_error(g[i], r[i], b[i], w[i]);
         // Reduced precision: the local spread, plus the fast path's atol (scale-relative, and 0 for
         // outputs of one rounding per element).
-        const double spread = reduced_ && !tol_.trajectory ? pooled_[magnitude_bin(g[i])] + tol_.atol : global_spread;
+        const double pooled = pooled_[magnitude_bin(g[i])] + tol_.atol;
+        const double spread = tol_.trajectory ? global_spread : reduced_ ? pooled : std::max(global_spread, pooled);
         allowed = kElementMultiplier * local + spread + rounding(std::abs(g[i]));
         bad = err > allowed;
         a_.excess.element = std::max(a_.excess.element, excess_of(err, allowed));

@@ -107,12 +107,18 @@ constexpr double kBiasScreenUnits = 0.5;
 //    in aggregate.
 //  - Per element, so that one wrong element is never diluted by sqrt(n): an element outside the
 //    plain tolerance `tol` must have |t - g| <= kElementMultiplier * local + spread
-//    + kRoundingUnits * u * |g|. For float32 targets spread is kSpreadMultiplier * baseline + tol.atol.
-//    For float16/bfloat16 it is local to the element's magnitude, never the whole output's:
+//    + kRoundingUnits * u * |g|. The magnitude's spread is local to the element's magnitude:
 //    the larger of kSpreadMultiplier times the RMS of `local` and kPeakMultiplier times its largest
 //    value, over the elements with |g| in the same binade or below (taking binades above only until
-//    kMinMagnitudePool elements are pooled), so small elements are judged by the errors small
-//    elements honestly have, and an element where terms cancel by the largest honest error there.
+//    kMinMagnitudePool elements are pooled), plus tol.atol, so small elements are judged by the
+//    errors small elements honestly have, and an element where terms cancel by the largest honest
+//    error there. For float16/bfloat16, spread is the magnitude's spread, never the whole output's.
+//    For float32 targets it is the larger of the magnitude's spread and kSpreadMultiplier *
+//    baseline + tol.atol: where terms cancel (logcumsumexp's backward subtracts two exponentials),
+//    float32's honest errors are heavy-tailed, its largest error at a magnitude tens of times its
+//    RMSE, and another honest float32 kernel's error at one element is bounded by that largest
+//    error, not by float32's own error there or by a multiple of its RMSE. Trajectory outputs
+//    (training state) keep kSpreadMultiplier * baseline + tol.atol in every dtype.
 //  - Band (float16/bfloat16): over each band of magnitudes (binades of |g| grouped from the
 //    smallest until kMinMagnitudePool elements), the target's RMS error is within kBandMultiplier
 //    times the RMS of `local` there plus tol.chains * kRoundingUnits * (u * RMS(g) there + the

@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 
 using namespace mpscheck;
@@ -219,6 +220,44 @@ TEST(Attribution, Float32FragileStillPassesElementByElement) {
   const auto a = attribute_with_gold(gold, ref, tgt, c10::kFloat, tolerance_for("elementwise", c10::kFloat));
   EXPECT_TRUE(a.target_ok);
   EXPECT_EQ(a.bad_elements, 0);
+}
+
+// Where large terms cancel to a small result (logcumsumexp's backward subtracts two exponentials),
+// float32's honest errors are heavy-tailed: set by each element's terms, its largest error is tens
+// of times its RMSE. Another honest float32 kernel, which rounds the larger term to its other
+// float32 neighbour on every second element, lands where float32 itself happened to be exact at
+// some elements: it must pass. An element off by 10x the largest error float32 shows anywhere in
+// the output must not.
+TEST(Attribution, AnotherHonestFloat32KernelWhereTermsCancelPassesAndTenTimesFloat32sWorstDoesNot) {
+  at::manual_seed(11);
+  const std::int64_t n = 4096;
+  const at::Tensor x = at::randn({n}, at::kDouble);                   // the result
+  const at::Tensor terms = at::exp(3 * at::randn({n}, at::kDouble));  // what cancels to it
+  const at::Tensor a = terms + x;
+  const at::Tensor gold = a - terms;
+  const at::Tensor a32 = a.to(at::kFloat), terms32 = terms.to(at::kFloat);
+  const at::Tensor ref = (a32 - terms32).to(at::kDouble);
+  const at::Tensor toward =
+      at::where(a32.to(at::kDouble) < a, at::full_like(a32, INFINITY), at::full_like(a32, -INFINITY));
+  const at::Tensor pick = (at::arange(n) % 2).eq(0) & a32.to(at::kDouble).ne(a);
+  const at::Tensor tgt = (at::where(pick, at::nextafter(a32, toward), a32) - terms32).to(at::kDouble);
+  const Tolerance tol = tolerance_for("reduction", c10::kFloat);
+  ASSERT_GT(((tgt - ref).abs() > tol.atol + tol.rtol * ref.abs()).sum().item<std::int64_t>(), 0);
+  const double worst = (ref - gold).abs().max().item<double>();
+  const double rmse = (ref - gold).pow(2).mean().sqrt().item<double>();
+  ASSERT_GT(worst, 20 * rmse);  // heavy-tailed, as the case is
+  Attribution a1 = attribute_with_gold(gold, ref, tgt, c10::kFloat, tol);
+  EXPECT_TRUE(a1.target_ok) << a1.bad_elements << " bad, first " << a1.first_bad << " error "
+                            << std::abs(a1.target_value - a1.gold_value) << " allowed " << a1.allowed;
+
+  // An ordinary element (small terms) off by 10x float32's worst error anywhere.
+  const std::int64_t j = at::argmin(terms).item<std::int64_t>();
+  at::Tensor planted = tgt.clone();
+  planted[j] += 10 * worst;
+  const Attribution a2 = attribute_with_gold(gold, ref, planted, c10::kFloat, tol);
+  EXPECT_FALSE(a2.target_ok);
+  EXPECT_EQ(a2.first_bad, j);
+  EXPECT_EQ(a2.bad_elements, 1);
 }
 
 // One non-finite element in the baseline (float32 overflows where float64 does not) used to make
