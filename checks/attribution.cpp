@@ -320,8 +320,9 @@ void GoldJudge::element_rule() {
         const double err = std::abs(t[i] - g[i]);
         if (std::isfinite(r[i]) && std::abs(t[i] - r[i]) <= tol_.atol + tol_.rtol * std::abs(r[i])) continue;
         const double local = local_error(g[i], r[i], b[i], w[i]);
-        // Reduced precision: the local spread, plus the fast path's atol (scale-relative, and 0 for
-        // outputs of one rounding per element).
+        // The magnitude's spread plus the fast path's atol (for float16/bfloat16 scale-relative, and
+        // 0 for outputs of one rounding per element); float32 keeps at least the whole output's
+        // spread, and training state only that (compare.hpp).
         const double pooled = pooled_[magnitude_bin(g[i])] + tol_.atol;
         const double spread = tol_.trajectory ? global_spread : reduced_ ? pooled : std::max(global_spread, pooled);
         allowed = kElementMultiplier * local + spread + rounding(std::abs(g[i]));
