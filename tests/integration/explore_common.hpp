@@ -22,9 +22,10 @@ struct Explored {
 };
 
 inline Explored explore_on_sim(const std::vector<std::string>& filters, const std::string& bugs, const std::string& dir,
-                               const std::vector<std::string>& extra = {}, const std::string& run_budget = kBudget) {
-  std::vector<std::string> args = {"explore",        "--target",         "sim",   "--plugin-dir",
-                                   sim_plugin_dir(), "--explore-budget", kBudget, "--explore-run-budget",
+                               const std::vector<std::string>& extra = {}, const std::string& run_budget = kBudget,
+                               const std::string& case_budget = kBudget) {
+  std::vector<std::string> args = {"explore",        "--target",         "sim",       "--plugin-dir",
+                                   sim_plugin_dir(), "--explore-budget", case_budget, "--explore-run-budget",
                                    run_budget};
   args.insert(args.end(), extra.begin(), extra.end());
   for (const auto& f : filters) args.insert(args.end(), {"--filter", f});

@@ -14,6 +14,8 @@ namespace {
 
 // The cliff class's op: cumsum along each dimension of a 32x256 input.
 const char* kCumsum = "^op/reduction/cumsum(_dim0)?/f32/contiguous/forward$";
+const char* kSpeedCaseBudget = "150";
+const char* kSpeedRunBudget = "240";
 
 // The speed class: cumsum of a float tensor 8x slower once the scanned dimension is longer than
 // 4096. The catalog's cumsum cases scan 32 or 256 elements (and 2^25 in int64 only), so the plant
@@ -24,9 +26,12 @@ const char* kCumsum = "^op/reduction/cumsum(_dim0)?/f32/contiguous/forward$";
 Explored explore_speed_on_sim(const std::string& bugs, const std::string& dir) {
   Explored e;
   for (int attempt = 1; attempt <= 3; ++attempt) {
-    // Each case keeps its 60 s; the run has 90 s for the two, as a fresh clone's first run once spent
-    // 60 s before the second case's bisection ended ("the budget ran out before the exact size").
-    e = explore_on_sim({kCumsum}, bugs, dir, {}, "90");
+    // Each case has 150 s and the run 240 s. The cumsum_dim0 case's search needs about 60 s here on a
+    // quiet machine (24 timed sizes, the target's up to 8192x256 at eight times the time), so the
+    // default 60 s once ran out one step before the exact size on CI ("the budget ran out before the
+    // exact size", first_failing 4098). A budget that runs out is the explorer's honest answer, not
+    // what these tests are about.
+    e = explore_on_sim({kCumsum}, bugs, dir, {}, kSpeedRunBudget, kSpeedCaseBudget);
     bool busy = false;
     for (const auto& c : e.report.at("cases"))
       busy |= c.at("note").get<std::string>().find("machine was busy") != std::string::npos;
@@ -68,7 +73,7 @@ TEST(SimExploreSpeed, ACumsumCliffIsBisectedToThePlantedLength) {
   const auto& c = cases.at("op/reduction/cumsum/f32/contiguous/forward@x=32x4097");
   EXPECT_EQ(c.at("status"), "pass");
   EXPECT_EQ(c.at("speed_class"), "slower") << c.dump(2);
-  EXPECT_LT(e.seconds, 150) << "the budget is " << kBudget << " s per case";
+  EXPECT_LT(e.seconds, 300) << "the budget is " << kSpeedRunBudget << " s for the run";
 }
 
 TEST(SimExploreSpeed, WithNoPlantTheSpeedSearchFindsNoCliff) {
