@@ -123,10 +123,12 @@ void decide_attribution(std::vector<OutputAttribution>& failing, Verdict& v, Fra
     if (a.paired_failed)
       v.message += fmt::format(
           "; {}: the target is {:.2g}% too {} on average against float32 from the same {}-rounded inputs and "
-          "weights, where the CPU's own {} run is off by {:.2g}% and honest rounding explains {:.2g}%: a "
-          "systematic error in the target",
+          "weights, where the CPU's own {} run {} and honest rounding explains {:.2g}%: a systematic error in the "
+          "target",
           o.name, 100 * std::abs(a.paired_target), a.paired_target > 0 ? "large" : "small", a.dtype, a.dtype,
-          100 * a.paired_honest, 100 * a.paired_allowed);
+          // "off by 0%" read like a missing figure where the witness gives that float32 result exactly.
+          a.paired_honest > 0 ? fmt::format("is off by {:.2g}%", 100 * a.paired_honest) : "gives it exactly",
+          100 * a.paired_allowed);
     else
       v.message += fmt::format(
           "; {}: the target is {:.2g}% too {} on average against float64, honest {} rounding explains {:.2g}% "

@@ -681,10 +681,27 @@ TEST(ReducedPrecision, AScaledSoftmaxOverCoarselyRoundedLogitsIsCaughtAgainstThe
     const Attribution scaled = judged((rounded * 1.03).to(dtype));
     EXPECT_FALSE(scaled.bias_ok) << "paired " << scaled.paired_target << " allowed " << scaled.paired_allowed;
     // float16's spacing there is 1/16: the bias against float64 already catches it.
-    if (dtype == c10::kBFloat16)
+    if (dtype == c10::kBFloat16) {
       EXPECT_TRUE(scaled.paired_failed) << "bias " << scaled.bias_target << " allowed " << scaled.bias_allowed;
+    }
     EXPECT_FALSE(scaled.target_ok);
     const Attribution fair = judged(device);
     EXPECT_TRUE(fair.bias_ok) << "paired " << fair.paired_target << " allowed " << fair.paired_allowed;
+    if (!scaled.paired_failed) continue;
+    // The witness here is that float32 result rounded once: the message says it gives it exactly,
+    // not that it "is off by 0%".
+    ASSERT_EQ(scaled.paired_honest, 0.0);
+    OutputReport o;
+    o.name = "out";
+    o.ok = false;
+    std::vector<OutputAttribution> failing{{&o, scaled}};
+    Verdict v = judge_outputs({o});
+    Fragile attribution = Fragile::Unknown;
+    decide_attribution(failing, v, attribution);
+    EXPECT_EQ(v.status, Status::Mismatch);
+    EXPECT_NE(v.message.find("where the CPU's own bfloat16 run gives it exactly and honest rounding explains"),
+              std::string::npos)
+        << v.message;
+    EXPECT_EQ(v.message.find("off by 0%"), std::string::npos) << v.message;
   }
 }
