@@ -178,6 +178,10 @@ void GoldJudge::sum_errors() {
   for_each_chunk([&](std::int64_t begin, std::int64_t len, const double* g, const double* r, const double* t,
                      const double* b, const double* w) {
     for (std::int64_t i = 0; i < len; ++i) {
+      if (!std::isfinite(t[i]) && std::isfinite(r[i])) {
+        ++a_.target_nonfinite;
+        if (witnessed_ && !std::isfinite(w[i])) ++a_.witness_nonfinite;
+      }
       if (!representable(g[i])) {
         // No part in the sums; a side that is non-finite there still has an infinite RMSE, as a figure.
         if (std::isfinite(g[i])) r_nonfinite_ |= !std::isfinite(r[i]), t_nonfinite_ |= !std::isfinite(t[i]);

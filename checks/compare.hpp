@@ -171,6 +171,11 @@ struct Attribution {
   // Whether the CPU's own run in the target dtype took part (the witness).
   bool witnessed = false;
   std::string dtype;
+  // The positions where the target is NaN/Inf and float32 finite, and how many of them the witness
+  // is NaN/Inf at too (witnessed only). When it is at most of them, the dtype itself breaks there
+  // on the CPU as well (float16 Adam dividing by an underflowed eps), and decide_attribution says
+  // so: the finding stands, but it is the dtype's, not the target's.
+  std::int64_t target_nonfinite = 0, witness_nonfinite = 0;
   // Each rule's figure over what it allows, worst case (a rule holds at <= 1): the RMSE over its
   // allowance, the worst element over its own allowance (elements inside the plain tolerance take
   // no part; a non-finite target where one is not allowed is infinite), the worst band, and the

@@ -33,6 +33,14 @@ void recommend(CaseResult& r) {
         "with more memory; until then keep it on CPU";
     return;
   }
+  if (is_finding(r.status) && r.attribution == Fragile::Dtype) {
+    r.recommendation = Recommendation::Blocked;
+    r.reason = fmt::format(
+        "the target gives '{}' here, and so does the CPU's own {} run: keep this case in float32 (or mixed "
+        "precision) on any device; moving it is not what breaks it",
+        to_string(r.status), r.dtype);
+    return;
+  }
   if (is_finding(r.status)) {
     r.recommendation = Recommendation::Blocked;
     r.reason = fmt::format("the target gives '{}' here; keep this on CPU until it is fixed", to_string(r.status));

@@ -34,12 +34,13 @@ inline CaseKind case_kind(Kind k) { return k == Kind::Model ? CaseKind::Model : 
 // How an output was judged when not by the plain tolerance: exactly (integer/bool), on both
 // parts (complex), by what an index selects, or by sampling error (random statistics).
 enum class Rule { Tolerance, Exact, Complex, Index, Statistics };
-// The side a CPU float64 run showed to be fragile, when one was needed: float32's own, or the target's.
-enum class Fragile { Unknown, Float32, Target };
+// Which side a finding belongs to, against float64: the target, float32 itself (then the case
+// passes), or the target dtype itself (the CPU's own run in that dtype breaks the same way).
+enum class Fragile { Unknown, Float32, Target, Dtype };
 namespace names {
 // Their names in report.json; index = enum value ("" is not written).
 inline constexpr const char* kRule[] = {"", "exact", "complex", "index", "statistics"};
-inline constexpr const char* kFragile[] = {"", "float32", "target"};
+inline constexpr const char* kFragile[] = {"", "float32", "target", "dtype"};
 }  // namespace names
 inline const char* to_string(Rule r) { return names::kRule[static_cast<int>(r)]; }
 inline const char* to_string(Fragile f) { return names::kFragile[static_cast<int>(f)]; }

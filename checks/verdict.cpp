@@ -63,6 +63,34 @@ Tolerance widened_for_spread(const Tolerance& tol, double spread) {
   return t;
 }
 
+namespace {
+
+// The target is NaN/Inf where the CPU's own run in the dtype is NaN/Inf too, at most of the
+// positions, in every output it fails: the finding stands (that is what the dtype computes here),
+// but it is the dtype's, and a bug filed against the target would be wrong. Says so and returns true.
+bool dtype_breaks_too(const std::vector<OutputAttribution>& failing, Verdict& v, Fragile& attribution) {
+  const auto shared = [](const OutputAttribution& f) {
+    const Attribution& a = f.attribution;
+    return a.witnessed && a.target_nonfinite > 0 && 2 * a.witness_nonfinite >= a.target_nonfinite;
+  };
+  const OutputAttribution* dtype_side = nullptr;
+  for (const auto& f : failing)
+    if (shared(f) && (!dtype_side || f.output->name == v.output)) dtype_side = &f;
+  if (!dtype_side || !std::all_of(failing.begin(), failing.end(), [&](const OutputAttribution& f) {
+        return f.attribution.target_ok || f.attribution.chaotic || shared(f);
+      }))
+    return false;
+  attribution = Fragile::Dtype;
+  const Attribution& a = dtype_side->attribution;
+  v.message += fmt::format(
+      "; {}: the CPU's own {} run is NaN/Inf too at {} of the {} position(s) where the target is and float32 is "
+      "not: {} itself breaks here, on the CPU as on the target, so this is the dtype's hazard, not a target bug",
+      dtype_side->output->name, a.dtype, a.witness_nonfinite, a.target_nonfinite, a.dtype);
+  return true;
+}
+
+}  // namespace
+
 void decide_attribution(std::vector<OutputAttribution>& failing, Verdict& v, Fragile& attribution) {
   bool all_ok = true;
   const std::string& named = v.output;
@@ -114,6 +142,7 @@ void decide_attribution(std::vector<OutputAttribution>& failing, Verdict& v, Fra
           family, kFamilyMultiplier);
     return;
   }
+  if (dtype_breaks_too(failing, v, attribution)) return;
   attribution = Fragile::Target;
   if (!quoted) return;
   const OutputReport& o = *quoted->output;

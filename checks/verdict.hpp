@@ -33,10 +33,11 @@ struct OutputAttribution {
 };
 
 // Decides a mismatch/nan verdict with the float64 figures: it becomes a pass ("float32 is the
-// fragile side") only when every failing output passes both attribution rules; otherwise the
-// target is blamed and the message quotes the output `v` names (else the first that fails) — the
-// element the per-element rule caught, or the RMSEs. Fills each output's RMSE figures and
-// `attribution`.
+// fragile side") only when every failing output passes both attribution rules. A finding every
+// failing output of which is NaN/Inf where the witness is too (Attribution::witness_nonfinite) is
+// the dtype's (Fragile::Dtype): the status stands and the message says so. Otherwise the target is
+// blamed and the message quotes the output `v` names (else the first that fails) — the element the
+// per-element rule caught, or the RMSEs. Fills each output's RMSE figures and `attribution`.
 void decide_attribution(std::vector<OutputAttribution>& failing, Verdict& v, Fragile& attribution);
 
 // Whether `output` of a training case is training state: a first-step gradient ("grad0/...") or a

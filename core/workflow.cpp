@@ -376,6 +376,8 @@ std::string finding_reason(const CaseResult& c) {
         r += "; against float64 the target is the wrong side";
       else if (c.attribution == Fragile::Float32)
         r += "; against float64 float32 is the fragile side";
+      else if (c.attribution == Fragile::Dtype)
+        r += "; the CPU's own " + c.dtype + " run breaks the same way";
       if (!c.first_diverging_layer.empty()) r += "; first diverging layer " + c.first_diverging_layer;
       return r;
     }

@@ -38,6 +38,11 @@ std::string render_bug_report(const std::string& case_id, const CaseResult* r, c
     md += fmt::format("### 🐛 Describe the bug\n\n`{}` gives **{}** on {} compared with the CPU float32 reference.\n\n",
                       case_id, to_string(r->status), r->target.empty() ? device : r->target);
     if (!r->message.empty()) md += "> " + cell(r->message) + "\n\n";
+    if (r->attribution == Fragile::Dtype)
+      md += fmt::format(
+          "**Before filing:** the CPU's own {0} run breaks the same way here, so this is {0}'s hazard in this "
+          "workload, not a bug of the target; it belongs upstream only if {0} is meant to work here.\n\n",
+          r->dtype);
   } else {
     md += fmt::format(
         "### 🐛 Describe the bug\n\n`{}` on {} (no mpscheck result given: pass --from REPORT.json to include the "
@@ -90,7 +95,8 @@ std::string render_bug_report(const std::string& case_id, const CaseResult* r, c
       md += fmt::format("First diverging layer: `{}` (max abs error {:.3g}, {} of {} elements).\n", r->layer->name,
                         r->layer->max_abs, r->layer->mismatches, r->layer->numel);
     if (r->attribution != Fragile::Unknown)
-      md += fmt::format("Against a CPU float64 run, the fragile side is: {}.\n", to_string(r->attribution));
+      md += fmt::format("Against a CPU float64 run, the fragile side is: {}.\n",
+                        r->attribution == Fragile::Dtype ? r->dtype + " itself" : to_string(r->attribution));
     md += "\n";
   }
 

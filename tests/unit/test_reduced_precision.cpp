@@ -705,3 +705,80 @@ TEST(ReducedPrecision, AScaledSoftmaxOverCoarselyRoundedLogitsIsCaughtAgainstThe
     EXPECT_EQ(v.message.find("off by 0%"), std::string::npos) << v.message;
   }
 }
+
+namespace {
+
+// One output judged as decide_attribution sees it on a witnessed target: compared with the plain
+// tolerance, then against float64 with the rounded baseline and the CPU's own run in the dtype.
+struct JudgedCase {
+  Verdict verdict;
+  Fragile attribution = Fragile::Unknown;
+};
+
+JudgedCase judge_witnessed(c10::ScalarType dtype, const std::vector<std::pair<std::string, at::Tensor>>& targets,
+                           const std::vector<at::Tensor>& witnesses, const at::Tensor& gold) {
+  const Tolerance tol = tolerance_for("elementwise", dtype);
+  const at::Tensor reference = gold.to(at::kFloat);
+  const at::Tensor rounded = gold.to(dtype).to(at::kFloat);
+  std::vector<OutputReport> outputs;
+  for (const auto& [name, target] : targets) outputs.push_back(compare_tensors(name, reference, target, tol, dtype));
+  std::vector<OutputAttribution> failing;
+  for (size_t i = 0; i < outputs.size(); ++i)
+    if (!outputs[i].ok)
+      failing.push_back(
+          {&outputs[i], attribute_with_gold(gold, reference, targets[i].second, dtype, tol, rounded, witnesses[i])});
+  JudgedCase j;
+  j.verdict = judge_outputs(outputs);
+  decide_attribution(failing, j.verdict, j.attribution);
+  return j;
+}
+
+at::Tensor with_nan_at(const at::Tensor& t, std::initializer_list<std::int64_t> at) {
+  at::Tensor out = t.clone();
+  for (const std::int64_t i : at) out.view({-1})[i] = std::numeric_limits<float>::quiet_NaN();
+  return out;
+}
+
+}  // namespace
+
+// float16 training with Adam turns NaN at its first step on the CPU as on any device (eps 1e-8
+// underflows, and a zero second moment divides 0 by 0): a NaN the CPU's own run in the dtype gives
+// at the same positions is still a finding, but the dtype's, and the message and attribution say
+// so; a bug report against the target would be wrong. A NaN the witness does not share, at most
+// of the positions, stays the target's, and so does a case with another output the target gets wrong.
+TEST(ReducedPrecision, ANaNTheCpusOwnRunInTheDtypeSharesIsTheDtypesNotTheTargets) {
+  for (const auto dtype : kReduced) {
+    SCOPED_TRACE(c10::toString(dtype));
+    at::manual_seed(5);
+    const at::Tensor gold = at::rand({16, 16}, at::kDouble) + 0.5;
+    const at::Tensor honest = gold.to(dtype).to(at::kFloat);
+    const std::string named = c10::toString(dtype) == std::string("Half") ? "float16" : "bfloat16";
+
+    const JudgedCase shared = judge_witnessed(dtype, {{"out", with_nan_at(honest, {3, 7, 11})}},
+                                              {with_nan_at(honest, {3, 7, 11}).to(dtype)}, gold);
+    EXPECT_EQ(shared.verdict.status, Status::Nan);
+    EXPECT_EQ(shared.attribution, Fragile::Dtype) << shared.verdict.message;
+    EXPECT_NE(
+        shared.verdict.message.find("out: the CPU's own " + named + " run is NaN/Inf too at 3 of the 3 position(s)"),
+        std::string::npos)
+        << shared.verdict.message;
+
+    // The witness finite there: the target's NaN.
+    const JudgedCase own = judge_witnessed(dtype, {{"out", with_nan_at(honest, {3, 7, 11})}}, {honest.to(dtype)}, gold);
+    EXPECT_EQ(own.verdict.status, Status::Nan);
+    EXPECT_EQ(own.attribution, Fragile::Target) << own.verdict.message;
+    EXPECT_EQ(own.verdict.message.find("hazard"), std::string::npos) << own.verdict.message;
+
+    // The witness NaN at 1 of the target's 4 positions: still the target's.
+    const JudgedCase few = judge_witnessed(dtype, {{"out", with_nan_at(honest, {3, 7, 11, 13})}},
+                                           {with_nan_at(honest, {3}).to(dtype)}, gold);
+    EXPECT_EQ(few.attribution, Fragile::Target) << few.verdict.message;
+
+    // A shared NaN beside an output the target gets 3% wrong: the target's.
+    const JudgedCase both = judge_witnessed(
+        dtype, {{"loss", with_nan_at(honest, {3})}, {"param", (honest * 1.03).to(dtype).to(at::kFloat)}},
+        {with_nan_at(honest, {3}).to(dtype), honest.to(dtype)}, gold);
+    EXPECT_EQ(both.verdict.status, Status::Nan);
+    EXPECT_EQ(both.attribution, Fragile::Target) << both.verdict.message;
+  }
+}

@@ -88,7 +88,7 @@ TEST(Vocabulary, RuleAndFragileSideKeepTheirWordsThroughJson) {
   auto rule = [](const std::string& s) { return names::parse<Rule>(names::kRule, s, "rule"); };
   auto fragile = [](const std::string& s) { return names::parse<Fragile>(names::kFragile, s, "attribution"); };
   expect_round_trip<Rule>(5, rule);
-  expect_round_trip<Fragile>(3, fragile);
+  expect_round_trip<Fragile>(4, fragile);
   CaseResult r;
   r.id = "op/binary/eq/i64/contiguous/forward";
   r.attribution = Fragile::Float32;
