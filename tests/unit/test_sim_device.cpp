@@ -48,6 +48,23 @@ Stats stats() {
   return {s[0], s[1], s[2]};
 }
 
+// LibTorch's autograd engine sizes its per-device queues once, at the first backward of the
+// process, from the device types registered then: a sim registered after another test's CPU
+// backward has no queue, and a backward on it fails the engine's internal assert. mpscheck loads
+// its plugins before any case runs; a run of this binary that includes these tests loads the sim
+// before its first test, and one that does not leaves every other test as it was.
+class LoadSimFirst : public ::testing::Environment {
+ public:
+  void SetUp() override {
+    const ::testing::UnitTest& all = *::testing::UnitTest::GetInstance();
+    for (int i = 0; i < all.total_test_suite_count(); ++i) {
+      const ::testing::TestSuite& suite = *all.GetTestSuite(i);
+      if (std::string(suite.name()) == "SimDevice" && suite.should_run()) return load_sim();
+    }
+  }
+};
+[[maybe_unused]] ::testing::Environment* const kLoadSimFirst = ::testing::AddGlobalTestEnvironment(new LoadSimFirst);
+
 class SimDevice : public ::testing::Test {
  protected:
   void SetUp() override {
