@@ -412,6 +412,27 @@ void judge_sides(const Workload& w, CaseHost& host, const Outputs& ref_out, cons
   }
 }
 
+namespace {
+
+// A float16/bfloat16 target that raised (a loss refusing the NaN its input became, say): when the
+// CPU's own run in the dtype raises the same message, the error is the dtype's, as a NaN the CPU
+// shares is (decide_attribution). The status and message stand; the attribution and message say so.
+void witness_raises_too(CaseHost& host, c10::ScalarType dtype, CaseResult& r) {
+  host.enter_phase("float64");
+  try {
+    host.run(Placement{c10::Device(c10::kCPU), dtype, Side::Reference}, "CPU witness");
+  } catch (...) {
+    if (exception_text(std::current_exception()) != r.message) return;
+    r.attribution = Fragile::Dtype;
+    r.message += fmt::format(
+        "; the CPU's own {0} run raises the same: {0} itself breaks here, on the CPU as on the target, so this is "
+        "the dtype's hazard, not a target bug",
+        r.dtype);
+  }
+}
+
+}  // namespace
+
 void check_case(const Workload& w, CaseHost& host, CaseSides* sides, c10::Device device, c10::ScalarType dtype,
                 const TimingPlan& timing, CaseResult& r) {
   const Tolerance tol = tolerance_for(w.family(), dtype);
@@ -446,6 +467,8 @@ void check_case(const Workload& w, CaseHost& host, CaseSides* sides, c10::Device
                     exception_text(std::current_exception());
       }
     }
+  } else if (r.status == Status::Error && r.phase == "target" && is_reduced(dtype) && device.type() != c10::kCPU) {
+    witness_raises_too(host, dtype, r);
   }
   judge_memory(r);  // the device's memory figures, whichever way the sides ended
 }
