@@ -57,7 +57,8 @@ TEST(SimDtypeAttribution, ANaNOnlyTheDeviceMakesStaysTheTargets) {
 TEST(SimDtypeAttribution, AnErrorTheCpusOwnRunRaisesTooIsTheDtypesAndOneItDoesNotIsTheTargets) {
   const std::string dir = fresh_dir("sim-dtype-attribution-error");
   const auto r = run_mpscheck(
-      on_sim({"--target", "sim:float16", "--filter", "^model/dcgan/train$", "--min-time", "0", "--json", "r.json"}), dir);
+      on_sim({"--target", "sim:float16", "--filter", "^model/dcgan/train$", "--min-time", "0", "--json", "r.json"}),
+      dir);
   const auto cases = cases_by_id(read_json_file(dir + "/r.json"));
   ASSERT_TRUE(cases.count("model/dcgan/train")) << r.out << r.err;
   const auto& c = cases.at("model/dcgan/train");
@@ -68,8 +69,8 @@ TEST(SimDtypeAttribution, AnErrorTheCpusOwnRunRaisesTooIsTheDtypesAndOneItDoesNo
       << c["message"];
 
   const std::string other = fresh_dir("sim-dtype-attribution-error-control");
-  run_mpscheck(on_sim({"--target", "sim:bfloat16", "--filter", "^op/binary/hypot/f32/contiguous/forward$",
-                       "--min-time", "0", "--json", "r.json"}),
+  run_mpscheck(on_sim({"--target", "sim:bfloat16", "--filter", "^op/binary/hypot/f32/contiguous/forward$", "--min-time",
+                       "0", "--json", "r.json"}),
                other, {"MPSCHECK_SIM_BUGS=sync-error"});
   const auto control = cases_by_id(read_json_file(other + "/r.json"));
   ASSERT_EQ(control.size(), 1u);
