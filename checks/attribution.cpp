@@ -109,6 +109,10 @@ class GoldJudge {
   ScaledSquares sr_, st_, sb_, sw_, sg_, honest_;
   std::vector<ScaledSquares> bins_, target_bins_, gold_bins_;
   std::vector<double> bin_max_, pooled_;
+  // float16/bfloat16: the honest errors at elements they swamp (an error at least the element's
+  // magnitude), and the noise floor they set (spread_by_magnitude).
+  ScaledSquares lost_;
+  double lost_peak_ = 0, noise_floor_ = 0;
   double bias_t_ = 0, bias_r_ = 0, bias_b_ = 0, bias_w_ = 0, magnitude_ = 0;
   // The paired bias (bias_rule): the target's and the witness's signed errors against b, and the
   // witness's scatter about b (at least a unit of each element), where a witness and b both exist.
@@ -202,6 +206,7 @@ void GoldJudge::sum_errors() {
       bins_[bin].add(local);
       bin_max_[bin] = std::max(bin_max_[bin], local);
       if (!reduced_) continue;
+      if (local > 0 && local >= std::abs(g[i])) lost_.add(local), lost_peak_ = std::max(lost_peak_, local);
       if (std::isfinite(b[i])) sb_.add(b[i] - g[i]), bias_b_ += (b[i] - g[i]) * sign;
       if (witnessed_ && std::isfinite(w[i])) {
         sw_.add(w[i] - g[i]), bias_w_ += (w[i] - g[i]) * sign;
@@ -257,6 +262,15 @@ void GoldJudge::spread_by_magnitude() {
     while (up < kBins - 1 && below[up].n < need) ++up;
     pooled_[k] = std::max(kSpreadMultiplier * below[up].rms(), kPeakMultiplier * peak_below[up]);
   }
+  // Where honest float16/bfloat16 errors swamp the elements they fall on (kMinMagnitudePool of them
+  // at least as large as the element), they are set by the terms the element is computed from, not
+  // by its value: logcumsumexp's backward in bfloat16 is off by 0.2 at elements of 1e-4 and by 1.4
+  // at elements of 0.01. An error of that size is then honest at any magnitude below it, so elements
+  // there take it as their spread, by the same multipliers. Honest rounding that stays below each
+  // element's magnitude (exp, matmul, softmax) sets no floor; the band rule still holds the floor's
+  // elements to the honest RMS of their magnitudes.
+  if (reduced_ && lost_.n >= kMinMagnitudePool)
+    noise_floor_ = std::max(kSpreadMultiplier * lost_.rms(), kPeakMultiplier * lost_peak_);
 }
 
 // The band rule: the target's RMS error over a band of magnitudes (binades grouped from the
@@ -327,7 +341,8 @@ void GoldJudge::element_rule() {
         // The magnitude's spread plus the fast path's atol (for float16/bfloat16 scale-relative, and
         // 0 for outputs of one rounding per element); float32 keeps at least the whole output's
         // spread, and training state only that (compare.hpp).
-        const double pooled = pooled_[magnitude_bin(g[i])] + tol_.atol;
+        const double floor = std::abs(g[i]) <= noise_floor_ ? noise_floor_ : 0.0;
+        const double pooled = std::max(pooled_[magnitude_bin(g[i])], floor) + tol_.atol;
         const double spread = tol_.trajectory ? global_spread : reduced_ ? pooled : std::max(global_spread, pooled);
         allowed = kElementMultiplier * local + spread + rounding(std::abs(g[i]));
         bad = err > allowed;

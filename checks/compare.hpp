@@ -112,7 +112,11 @@ constexpr double kBiasScreenUnits = 0.5;
 //    value, over the elements with |g| in the same binade or below (taking binades above only until
 //    kMinMagnitudePool elements are pooled), plus tol.atol, so small elements are judged by the
 //    errors small elements honestly have, and an element where terms cancel by the largest honest
-//    error there. For float16/bfloat16, spread is the magnitude's spread, never the whole output's.
+//    error there. For float16/bfloat16, spread is the magnitude's spread, never the whole output's,
+//    except under a noise floor: where at least kMinMagnitudePool elements have an honest error
+//    (`local`) at least as large as |g| itself, honest errors there are set by the terms, not the
+//    value, and every element with |g| at or below the floor (kSpreadMultiplier times their RMS or
+//    kPeakMultiplier times their largest, the larger) takes at least the floor as its spread.
 //    For float32 targets it is the larger of the magnitude's spread and kSpreadMultiplier *
 //    baseline + tol.atol: where terms cancel (logcumsumexp's backward subtracts two exponentials),
 //    float32's honest errors are heavy-tailed, its largest error at a magnitude tens of times its

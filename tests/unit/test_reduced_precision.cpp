@@ -782,3 +782,46 @@ TEST(ReducedPrecision, ANaNTheCpusOwnRunInTheDtypeSharesIsTheDtypesNotTheTargets
     EXPECT_EQ(both.attribution, Fragile::Target) << both.verdict.message;
   }
 }
+
+// Where float16/bfloat16 rounds terms that cancel (logcumsumexp's backward subtracts exponentials),
+// an element's honest error is set by its terms, not its value: bfloat16 is off by 0.2 at elements
+// of 1e-4 there. The witness and another honest device draw their errors from the same spread,
+// element by element; where the witness happens to be nearly exact at a tiny element with large
+// terms, the other device's ordinary error there was a finding, because the spread pooled from
+// smaller magnitudes only. Honest errors that swamp the elements they fall on now set a noise floor
+// for the elements below it. An element off by 10x the witness's worst error still fails.
+TEST(ReducedPrecision, AnotherHonestDeviceWhereRoundedTermsCancelPassesAndTenTimesTheWorstDoesNot) {
+  for (const auto dtype : kReduced) {
+    SCOPED_TRACE(c10::toString(dtype));
+    at::manual_seed(23);
+    const std::int64_t n = 8192;
+    const double u = unit_roundoff(dtype);
+    // Results from 1e-4 to 10, and term sizes (what cancels) heavy-tailed and independent of them.
+    const at::Tensor sign = at::where(at::rand({n}, at::kDouble) < 0.5, -1.0, 1.0);
+    const at::Tensor gold = sign * at::pow(10.0, 5 * at::rand({n}, at::kDouble) - 4);
+    at::Tensor terms = at::exp(1.5 * at::randn({n}, at::kDouble));
+    // The element of smallest magnitude has large terms; the witness happens to be nearly exact there.
+    const std::int64_t j = at::argmin(gold.abs()).item<std::int64_t>();
+    terms[j] = terms.max().item<double>();
+    at::Tensor z_witness = at::randn({n}, at::kDouble), z_device = at::randn({n}, at::kDouble);
+    z_witness[j] = 0.01;
+    z_device[j] = 2.0;
+    auto side = [&](const at::Tensor& z) { return (gold + u * terms * z).to(dtype).to(at::kDouble); };
+    const at::Tensor witness = side(z_witness), device = side(z_device);
+    const at::Tensor reference = gold.to(at::kFloat).to(at::kDouble);
+    const Tolerance tol = tolerance_for("reduction", dtype);
+    const Attribution honest = attribute_with_gold(gold, reference, device, dtype, tol, reference, witness);
+    EXPECT_TRUE(honest.target_ok) << honest.bad_elements << " bad, first " << honest.first_bad << " error "
+                                  << std::abs(honest.target_value - honest.gold_value) << " allowed " << honest.allowed
+                                  << "; bias " << honest.bias_ok << " band " << honest.band_ok << " rmse "
+                                  << honest.rmse_ok;
+
+    // Off by 10x the witness's worst error anywhere, at that element.
+    const double worst = (witness - gold).abs().max().item<double>();
+    at::Tensor planted = device.clone();
+    planted[j] = gold[j].item<double>() + 10 * worst;
+    const Attribution wrong = attribute_with_gold(gold, reference, planted, dtype, tol, reference, witness);
+    EXPECT_FALSE(wrong.target_ok);
+    EXPECT_EQ(wrong.first_bad, j);
+  }
+}
