@@ -264,8 +264,8 @@ void GoldJudge::spread_by_magnitude() {
   }
   // Where honest float16/bfloat16 errors swamp the elements they fall on (kMinMagnitudePool of them
   // at least as large as the element), they are set by the terms the element is computed from, not
-  // by its value: logcumsumexp's backward in bfloat16 is off by 0.2 at elements of 1e-4 and by 1.4
-  // at elements of 0.01. An error of that size is then honest at any magnitude below it, so elements
+  // by its value: the CPU's bfloat16 logcumsumexp backward is off by up to 0.2 at elements below
+  // 1e-3 and by 1.4 at elements near 0.01. An error of that size is then honest at any magnitude below it, so elements
   // there take it as their spread, by the same multipliers. Honest rounding that stays below each
   // element's magnitude (exp, matmul, softmax) sets no floor; the band rule still holds the floor's
   // elements to the honest RMS of their magnitudes.

@@ -784,8 +784,8 @@ TEST(ReducedPrecision, ANaNTheCpusOwnRunInTheDtypeSharesIsTheDtypesNotTheTargets
 }
 
 // Where float16/bfloat16 rounds terms that cancel (logcumsumexp's backward subtracts exponentials),
-// an element's honest error is set by its terms, not its value: bfloat16 is off by 0.2 at elements
-// of 1e-4 there. The witness and another honest device draw their errors from the same spread,
+// an element's honest error is set by its terms, not its value: the CPU's bfloat16 run is off by
+// up to 0.2 at elements below 1e-3 there. The witness and another honest device draw their errors from the same spread,
 // element by element; where the witness happens to be nearly exact at a tiny element with large
 // terms, the other device's ordinary error there was a finding, because the spread pooled from
 // smaller magnitudes only. Honest errors that swamp the elements they fall on now set a noise floor
