@@ -7,6 +7,7 @@
 
 #include "checks/result.hpp"
 
+#include <mpscheck/dtype_names.hpp>
 #include <mpscheck/op.hpp>
 
 #include <gtest/gtest.h>
@@ -752,7 +753,7 @@ TEST(ReducedPrecision, ANaNTheCpusOwnRunInTheDtypeSharesIsTheDtypesNotTheTargets
     at::manual_seed(5);
     const at::Tensor gold = at::rand({16, 16}, at::kDouble) + 0.5;
     const at::Tensor honest = gold.to(dtype).to(at::kFloat);
-    const std::string named = c10::toString(dtype) == std::string("Half") ? "float16" : "bfloat16";
+    const std::string named = dtype_name(dtype);
 
     const JudgedCase shared = judge_witnessed(dtype, {{"out", with_nan_at(honest, {3, 7, 11})}},
                                               {with_nan_at(honest, {3, 7, 11}).to(dtype)}, gold);
