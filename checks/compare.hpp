@@ -191,13 +191,18 @@ struct Attribution {
   // Set when the output passed only by the family rule (within_family).
   bool by_family = false;
   // Set by mark_chaotic (checks/verdict.hpp): the target differs from the witness by no more than
-  // kChaosMultiplier times what the witness differs from itself with its parameters one unit away.
+  // kChaosMultiplier times what the witness differs from itself with its parameters and layers one
+  // unit away.
   // Not judged: neither a pass nor a finding. The two RMS differences, for the message.
   bool chaotic = false;
   double chaos_target = 0, chaos_honest = 0;
   // Set by judge_training_family when the output's family is scaled against the witness beyond
   // what chaos explains: a systematic error, which mark_chaotic never excuses.
   bool systematic = false;
+  // Set by judge_training_family when the output passed its own rules but its family (the updates)
+  // is scaled as far as the nudged witness's: only its scale was left to judge, and chaos explains
+  // it, so mark_chaotic marks it without the per-output figures' tests.
+  bool scaled_by_chaos = false;
 };
 constexpr double kElementMultiplier = 3;
 constexpr double kSpreadMultiplier = 8;

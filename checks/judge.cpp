@@ -129,7 +129,7 @@ void attribute(const Workload& w, CaseHost& host, const Outputs& ref_out,
     }
     failing.push_back(f);
   }
-  // A witnessed network that fails: the nudged witness (the CPU's own run, parameters one unit away)
+  // A witnessed network that fails: the nudged witness (the CPU's own run, parameters and layers one unit away)
   // says how far chaos alone carries it, for the family's scale and for each output.
   std::map<std::string, at::Tensor> nudged;
   if (w.kind() == Kind::Model && !chaos_base.empty() &&

@@ -75,9 +75,9 @@ void judge_update_scale(const TensorsByName& reference, const TensorsByName& tar
                         std::vector<OutputReport>& outputs);
 
 // Chaos. A deep network's first training step in float16/bfloat16 can be chaotic: the CPU's own run
-// in the dtype, with every parameter moved by one unit (the nudged witness, Placement::
-// nudge_parameters), lands as far from the witness as a device rounding a few intermediates the
-// other way does, and no rule can tell an honest device from a wrong one there. A failing output
+// in the dtype, with every parameter and every tapped layer's output moved by one unit (the nudged
+// witness, Placement::nudge_parameters), lands as far from the witness as a device rounding a few
+// intermediates the other way does, and no rule can tell an honest device from a wrong one there. A failing output
 // (not already forgiven) whose RMS difference from the witness is at most kChaosMultiplier times
 // the nudged witness's, and whose scale against the witness (its projection on it) is off 1 by no
 // more than kFamilyScale or kChaosMultiplier times the nudged witness's, is marked chaotic: not

@@ -61,10 +61,32 @@ inline LayerCapture*& capture_sink() {
   thread_local LayerCapture* sink = nullptr;
   return sink;
 }
+// The nudged witness's layer outputs (Placement::nudge_parameters): a device that rounds each
+// layer's result, and the gradient flowing back into it, another way moves them a unit either way;
+// moving only the parameters moves a wide layer's output far less (a dot product of K terms
+// averages their units down by about sqrt(K)). While set, tap() multiplies each tapped output by 1 +- one unit of the
+// dtype at 1, the sign drawn per element from `gen`; the product is differentiable, so a training run's gradient
+// flowing back through the layer is moved by the same factor.
+struct TapNudge {
+  double unit = 0;  // 0: off
+  at::Generator gen;
+};
+inline TapNudge& tap_nudge() {
+  thread_local TapNudge nudge;
+  return nudge;
+}
+// One unit in the last place at 1 of `dtype`, the size of every nudge (parameters and layers).
+inline double nudge_unit(c10::ScalarType dtype) {
+  return std::ldexp(1.0, dtype == c10::kBFloat16 ? -7 : dtype == c10::kHalf ? -10 : -23);
+}
 inline at::Tensor tap(const std::string& layer, const at::Tensor& x) {
   const c10::ScalarType round = tap_rounding();
-  const at::Tensor y =
+  at::Tensor y =
       round != c10::ScalarType::Undefined && c10::isFloatingType(x.scalar_type()) ? x.to(round).to(x.scalar_type()) : x;
+  if (const TapNudge& nudge = tap_nudge(); nudge.unit > 0 && y.defined() && c10::isFloatingType(y.scalar_type())) {
+    const at::Tensor up = at::rand(y.sizes(), nudge.gen, at::TensorOptions(c10::kCPU)).lt(0.5).to(y.device());
+    y = y * at::where(up, 1 + nudge.unit, 1 - nudge.unit).to(y.scalar_type());
+  }
   if (Outputs* sink = tap_sink()) sink->push_back({layer, y.detach().clone()});
   if (LayerCapture* capture = capture_sink(); capture && capture->layer == layer) ++capture->seen;
   return y;
@@ -95,6 +117,20 @@ class TapRounding {
 
  private:
   c10::ScalarType saved_;
+};
+// Sets tap_nudge() for one run of the nudged witness (a unit of `dtype`, signs drawn from `seed`),
+// or leaves it off when `on` is false; restores it when the run ends or throws.
+class TapNudging {
+ public:
+  TapNudging(bool on, c10::ScalarType dtype, std::uint64_t seed) : saved_(tap_nudge()) {
+    if (on) tap_nudge() = TapNudge{nudge_unit(dtype), at::detail::createCPUGenerator(seed ^ 0x7461706e756467ULL)};
+  }
+  ~TapNudging() { tap_nudge() = saved_; }
+  TapNudging(const TapNudging&) = delete;
+  TapNudging& operator=(const TapNudging&) = delete;
+
+ private:
+  TapNudge saved_;
 };
 
 // The forward most models take: the network on the batch's inputs, in order (one or two of
@@ -196,8 +232,7 @@ namespace detail {
 // `dtype` at 1 (2^-7 for bfloat16, 2^-10 for float16, 2^-23 otherwise), the sign drawn per element.
 inline void nudge_parameters(torch::nn::Module& net, c10::ScalarType dtype, std::uint64_t seed) {
   torch::NoGradGuard no_grad;
-  const int bits = dtype == c10::kBFloat16 ? 7 : dtype == c10::kHalf ? 10 : 23;
-  const double unit = std::ldexp(1.0, -bits);
+  const double unit = nudge_unit(dtype);
   at::Generator gen = at::detail::createCPUGenerator(seed ^ 0x6e75646765ULL);
   for (auto& p : net.parameters()) {
     if (!c10::isFloatingType(p.scalar_type())) continue;
@@ -238,6 +273,7 @@ class ModelInstance final : public Instance {
   // the final parameters.
   Outputs run() override {
     const TapRounding rounding(where_.round_inputs_to);
+    const TapNudging nudging(where_.nudge_parameters, where_.dtype, setup_.seed);
     if (!train_) {
       torch::NoGradGuard no_grad;
       return {{"out", def_.forward(net_, batch_).detach()}};

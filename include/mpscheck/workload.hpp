@@ -32,9 +32,12 @@ struct Placement {
   // When set, floating inputs and weights are rounded to this dtype, then computed in `dtype`:
   // what a reduced-precision dtype can deliver at best, the baseline its target is judged by.
   c10::ScalarType round_inputs_to = c10::ScalarType::Undefined;
-  // Model cases: every floating parameter moved by about one unit of `dtype`, up or down (signs from
-  // a generator of their own, so no other draw of the run changes). The judge's nudged witness: how
-  // far a one-unit difference carries the case in that dtype (checks/verdict.hpp, mark_chaotic).
+  // Model cases: every floating parameter, and every tapped layer's output (model::tap; in training
+  // also the gradient flowing back into it), moved by about one unit of `dtype`, up or down (signs
+  // from generators of their own, so no other draw of the run changes). The judge's nudged witness:
+  // how far a one-unit difference carries the case in that dtype (checks/verdict.hpp, mark_chaotic).
+  // A workload that does not implement it (TorchScript models) gives the witness itself, so nothing
+  // of it is judged chaotic.
   bool nudge_parameters = false;
 };
 

@@ -115,6 +115,44 @@ TEST(ModelDynamics, ReducedPrecisionTrainingBaselineKeepsItsParametersInThatDtyp
   EXPECT_FALSE(representable_in(plain.at("param/fc1.weight"), at::kBFloat16));
 }
 
+// The nudged witness (Placement::nudge_parameters) moves each tapped layer's output, and the
+// gradient flowing back into it, by one unit of the dtype either way, on top of its parameters: a
+// device that rounds each layer's result another way moves it that far, while parameters moved by
+// a unit move a layer's output far less (its dot products average the units down).
+TEST(ModelDynamics, TheNudgedWitnessMovesEveryTappedLayerAndItsGradientByAUnit) {
+  for (const auto dtype : {at::kBFloat16, at::kHalf}) {
+    const double unit = model::nudge_unit(dtype);
+    Placement p;
+    p.dtype = dtype;
+    const auto plain = run(two_layer(0.01, 1), false, p);
+    const auto plain_train = run(two_layer(0.01, 1), true, p);
+    p.nudge_parameters = true;
+    const auto nudged = run(two_layer(0.01, 1), false, p);
+    const auto nudged_train = run(two_layer(0.01, 1), true, p);
+    // By hand, parameters only: what the nudge gave before it reached the layers.
+    torch::manual_seed(3);
+    TwoLayer net;
+    model::detail::nudge_parameters(*net, dtype, 3);
+    net->to(dtype);
+    at::Generator gen = at::detail::createCPUGenerator(3 + 7);
+    const at::Tensor x = at::randn({6, 8}, gen, at::kFloat).to(dtype);
+    const at::Tensor params_only = net->forward(x).detach();
+    auto rms = [](const at::Tensor& t) { return t.to(at::kDouble).pow(2).mean().sqrt().item<double>(); };
+    const at::Tensor out = plain.at("out").to(at::kDouble);
+    // Beyond the parameters' nudge, each output element is moved by the last layer's: a unit, then
+    // rounded to the dtype (one or two of its spacings, at least half a unit of the element).
+    const double layer_move = rms(nudged.at("out").to(at::kDouble) - params_only.to(at::kDouble));
+    EXPECT_GT(layer_move, 0.5 * unit * rms(out)) << c10::toString(dtype);
+    EXPECT_LT(layer_move, 4 * unit * rms(out)) << c10::toString(dtype);
+    // Training: the first layer's gradient moves too (the nudge is differentiable), by a few units.
+    const at::Tensor g = plain_train.at("grad0/fc1.weight").to(at::kDouble);
+    const double grad_move = rms(nudged_train.at("grad0/fc1.weight").to(at::kDouble) - g);
+    EXPECT_GT(grad_move, 0.4 * unit * rms(g)) << c10::toString(dtype);
+    EXPECT_LT(grad_move, 16 * unit * rms(g)) << c10::toString(dtype);
+  }
+  EXPECT_EQ(model::tap_nudge().unit, 0) << "a run leaves the thread's tap nudge off";
+}
+
 // A def that differs by mode: each case draws the batch its mode names, and builds its network for it.
 TEST(ModelModes, EachCaseBuildsAndDrawsForItsOwnMode) {
   auto def = two_layer(0.01, 1);
