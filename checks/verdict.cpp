@@ -333,10 +333,12 @@ bool mark_chaotic(std::vector<OutputAttribution>& failing, const TensorsByName& 
     const double ww = (wf * wf).sum().item<double>();
     const double scale_target = ww > 0 ? (at::where(finite, t64, 0.0) * wf).sum().item<double>() / ww : 1.0;
     const double scale_honest = ww > 0 ? (at::where(finite, n64, 0.0) * wf).sum().item<double>() / ww : 1.0;
-    const bool tested = !a.scaled_by_chaos;  // (else its own rules passed it: only its family's scale was left)
-    if (tested && std::abs(1 - scale_target) > std::max(kFamilyScale, kChaosMultiplier * std::abs(1 - scale_honest)))
-      continue;
-    if (tested && (!(honest > 0) || !std::isfinite(off) || off > kChaosMultiplier * honest)) continue;
+    const bool scatters_as_chaos =
+        !(std::abs(1 - scale_target) > std::max(kFamilyScale, kChaosMultiplier * std::abs(1 - scale_honest))) &&
+        honest > 0 && std::isfinite(off) && off <= kChaosMultiplier * honest;
+    // An update its own rules passed, taken back by its family's scale, which chaos explains: nothing
+    // of it is left to test.
+    if (!scatters_as_chaos && !a.scaled_by_chaos) continue;
     a.chaotic = true;
     a.chaos_target = off;
     a.chaos_honest = honest;
