@@ -413,10 +413,11 @@ std::optional<bool> run_subtle_classes(const c10::OperatorHandle& op, Stack* s) 
     return true;
   }
   if (planted("train-step")) {
-    // A parameter is a leaf that requires grad; the optimizer updates it in place under no_grad.
+    // A parameter is a leaf that requires grad; the optimizer updates it in place under no_grad,
+    // itself (Adam, AdamW, Adadelta) or through `.data()` (SGD), which only its storage tells.
+    for (size_t i = 0; i < op.schema().arguments().size(); ++i) note_parameter(arg(op, *s, i));
     const at::Tensor self = updated_tensor(op, *s);
-    if (!self.defined() || !self.requires_grad() || !self.is_leaf() || !c10::isFloatingType(self.scalar_type()))
-      return false;
+    if (!self.defined() || !c10::isFloatingType(self.scalar_type()) || !is_parameter(self)) return false;
     const at::Tensor before = to_host(self).to(at::kFloat);
     run_then_edit(op, s, [&](at::Tensor& host) { host.copy_(before + 0.9 * (host.to(at::kFloat) - before)); });
     return true;

@@ -331,6 +331,8 @@ at::Tensor convolution(const at::Tensor& input, const at::Tensor& weight, const 
                        c10::SymIntArrayRef stride, c10::SymIntArrayRef padding, c10::SymIntArrayRef dilation,
                        bool transposed, c10::SymIntArrayRef output_padding, c10::SymInt groups) {
   KernelScope kernel;
+  note_parameter(weight);
+  if (bias) note_parameter(*bias);
   const std::optional<at::Tensor> host_bias =
       bias && bias->defined() ? std::optional<at::Tensor>(to_host(*bias)) : std::nullopt;
   const at::Tensor in = to_host(input), w = to_host(weight);
