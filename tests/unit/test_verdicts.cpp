@@ -520,6 +520,47 @@ TEST(Decision, TheQuotedOutputIsTheOneTheVerdictNamesNotTheMessagesFirstWord) {
   EXPECT_EQ(v.message.find("of a's elements"), std::string::npos) << v.message;
 }
 
+// The verdict leads with the output whose finding it reports. lenet5's bfloat16 training with the
+// step 10% short (the sim's train-step plant) led with its first-step gradient, the first output
+// out of the plain tolerance, which honest bfloat16 rounding explains, and went on with the
+// float64 figures of the update that failed, as if they were the gradient's.
+TEST(Decision, AForgivenFirstOutputGivesTheLeadToTheOneThatFailed) {
+  OutputReport grad, update;
+  grad.name = "grad0/conv1.weight";
+  update.name = "update/conv1.weight";
+  for (OutputReport* o : {&grad, &update}) {
+    o->ok = false;
+    o->numel = 150;
+    o->mismatches = 12;
+    o->shape = {150};
+    o->first_mismatch = 7;
+  }
+  Attribution honest;
+  honest.measured = honest.target_ok = true;
+  Attribution systematic;
+  systematic.measured = systematic.systematic = true;
+  systematic.bias_ok = systematic.band_ok = true;
+  systematic.rmse_target = 1.18e-4;
+  systematic.rmse_reference = 4.07e-9;
+  std::vector<OutputAttribution> failing{{&grad, honest}, {&update, systematic}};
+  Verdict v = judge_outputs({grad, update});
+  ASSERT_EQ(v.output, grad.name);
+  Fragile attribution = Fragile::Unknown;
+  decide_attribution(failing, v, attribution);
+  EXPECT_EQ(v.status, Status::Mismatch);
+  EXPECT_EQ(attribution, Fragile::Target);
+  EXPECT_EQ(v.output, update.name);
+  EXPECT_EQ(v.message.rfind("update/conv1.weight: 12 of 150 elements outside tolerance", 0), 0u) << v.message;
+  EXPECT_NE(v.message.find("the target's RMSE is 0.000118"), std::string::npos) << v.message;
+  EXPECT_EQ(v.message.find("grad0/"), std::string::npos) << v.message;
+  // A NaN verdict keeps its lead: the output that went non-finite is the finding.
+  grad.nan_target = 3;
+  v = judge_outputs({grad, update});
+  decide_attribution(failing, v, attribution);
+  EXPECT_EQ(v.status, Status::Nan);
+  EXPECT_EQ(v.output, grad.name);
+}
+
 TEST(Decision, NondeterminismWidensOnlyByTheOutputsOwnSpread) {
   const Tolerance tol{1e-5, 1e-5};
   EXPECT_DOUBLE_EQ(widened_for_spread(tol, 1e-3).atol, 2e-3);
