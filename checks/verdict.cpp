@@ -93,6 +93,18 @@ bool dtype_breaks_too(const std::vector<OutputAttribution>& failing, Verdict& v,
   return true;
 }
 
+// The output the plain comparison led with was forgiven (honest rounding, chaos): the finding, and
+// the figures quoted after it, are `quoted`'s, so a mismatch leads with that one.
+void lead_with(const std::vector<OutputAttribution>& failing, const OutputReport& quoted, Verdict& v) {
+  const auto lead = std::find_if(failing.begin(), failing.end(),
+                                 [&](const OutputAttribution& f) { return f.output->name == v.output; });
+  if (v.status != Status::Mismatch || lead == failing.end() ||
+      !(lead->attribution.target_ok || lead->attribution.chaotic))
+    return;
+  v.output = quoted.name;
+  v.message = mismatch_lead(quoted);
+}
+
 }  // namespace
 
 void decide_attribution(std::vector<OutputAttribution>& failing, Verdict& v, Fragile& attribution) {
@@ -151,15 +163,7 @@ void decide_attribution(std::vector<OutputAttribution>& failing, Verdict& v, Fra
   if (!quoted) return;
   const OutputReport& o = *quoted->output;
   const Attribution& a = quoted->attribution;
-  const auto lead = std::find_if(failing.begin(), failing.end(),
-                                 [&](const OutputAttribution& f) { return f.output->name == v.output; });
-  if (v.status == Status::Mismatch && lead != failing.end() &&
-      (lead->attribution.target_ok || lead->attribution.chaotic)) {
-    // The output the plain comparison led with was forgiven (honest rounding, chaos): the finding,
-    // and the figures quoted below, are this one's, so the verdict leads with it.
-    v.output = o.name;
-    v.message = mismatch_lead(o);
-  }
+  lead_with(failing, o, v);
   if (!a.bias_ok) {
     // A systematic error: named as such, whatever the single elements look like.
     if (a.paired_failed)
