@@ -257,8 +257,17 @@ double pooled_scale(const std::vector<std::pair<at::Tensor, at::Tensor>>& witnes
 struct UpdateSides {
   at::Tensor witness, target, param;
 };
-// The parameter output an update output belongs to: "update/fc.weight" -> "param/fc.weight".
-inline std::string param_of_update(const std::string& update) { return "param/" + update.substr(7); }
+// A training case's update of a parameter ("update/fc.weight") or of a floating buffer
+// ("buffer_update/bn1.running_var"): after minus before, the difference of two rounded values.
+inline bool is_update(const std::string& name) {
+  return name.rfind("update/", 0) == 0 || name.rfind("buffer_update/", 0) == 0;
+}
+// The final value an update output belongs to: "update/fc.weight" -> "param/fc.weight",
+// "buffer_update/bn1.running_var" -> "buffer/bn1.running_var".
+inline std::string param_of_update(const std::string& update) {
+  if (update.rfind("buffer_update/", 0) == 0) return "buffer/" + update.substr(14);
+  return "param/" + update.substr(7);
+}
 constexpr double kResolvedSpacings = 8;
 constexpr std::int64_t kMinResolved = 64;
 double resolved_update_scale(const std::vector<UpdateSides>& updates, c10::ScalarType dtype);

@@ -333,7 +333,7 @@ void judge_case(const Workload& w, CaseHost& host, const Outputs& ref_out, const
         // run in the dtype witnesses them, and a broken backward or optimizer step is caught.
         if (is_training_state(o.name) && w.kind() == Kind::Model && device.type() == c10::kCPU)
           tols[o.name] = as_trajectory(tols[o.name]);
-        else if (o.name.rfind("update/", 0) == 0) {
+        else if (is_update(o.name)) {
           const auto param = reference_outputs.find(param_of_update(o.name));
           if (param != reference_outputs.end())
             tols[o.name].atol = std::max(tols[o.name].atol,

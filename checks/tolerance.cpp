@@ -97,7 +97,8 @@ bool accumulates(const std::string& family, const std::string& output) {
 }
 
 bool is_trajectory(const std::string& family, const std::string& output) {
-  return family == "train" && (output.rfind("loss/", 0) == 0 || output.rfind("param/", 0) == 0);
+  return family == "train" &&
+         (output.rfind("loss/", 0) == 0 || output.rfind("param/", 0) == 0 || output.rfind("buffer/", 0) == 0);
 }
 
 Tolerance as_trajectory(const Tolerance& tol) {

@@ -64,7 +64,7 @@ Tolerance scaled_to_output(const Tolerance& tol, c10::ScalarType dtype, double s
 Tolerance as_trajectory(const Tolerance& tol);
 
 // Whether `output` of a case of tolerance family `family` is a training trajectory (Tolerance::trajectory):
-// "loss/..." and "param/..." outputs of "train" cases.
+// "loss/...", "param/..." and "buffer/..." outputs of "train" cases.
 bool is_trajectory(const std::string& family, const std::string& output);
 
 }  // namespace mpscheck

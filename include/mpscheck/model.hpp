@@ -270,7 +270,10 @@ class ModelInstance final : public Instance {
   // blurs it; each parameter's update over all steps ("update/<param>", after minus before), which
   // is what the optimizer did, at the size of lr (a no-op or 10%-short step is plain there, while
   // beside the parameters themselves, a hundred times larger, it drowns in their rounding); and
-  // the final parameters.
+  // the final parameters. A floating buffer (batch norm's running mean and variance) is state the
+  // training step writes as well, read only in eval mode, so a wrong update of it shows in no loss:
+  // it is compared the same way ("buffer_update/<buffer>", "buffer/<buffer>"), apart from the
+  // parameters, whose updates the optimizer makes and which are judged as a family.
   Outputs run() override {
     const TapRounding rounding(where_.round_inputs_to);
     const TapNudging nudging(where_.nudge_parameters, where_.dtype, setup_.seed);
@@ -279,9 +282,17 @@ class ModelInstance final : public Instance {
       return {{"out", def_.forward(net_, batch_).detach()}};
     }
     reset();
-    const auto params = net_->named_parameters();
-    std::vector<at::Tensor> before;
-    for (const auto& p : params) before.push_back(p.value().detach().clone());
+    // (update prefix, final prefix, name, tensor) of every parameter, then every floating buffer
+    struct State {
+      const char *update, *final;
+      std::string name;
+      at::Tensor value, before;
+    };
+    std::vector<State> state;
+    for (const auto& p : net_->named_parameters()) state.push_back({"update/", "param/", p.key(), p.value(), {}});
+    for (const auto& b : net_->named_buffers())  // an integer counter has no rounding to judge
+      if (b.value().is_floating_point()) state.push_back({"buffer_update/", "buffer/", b.key(), b.value(), {}});
+    for (State& st : state) st.before = st.value.detach().clone();
     Outputs losses, grads;
     const int steps = setup_.quick ? def_.quick_steps : def_.steps;
     for (int s = 0; s < steps; ++s) {
@@ -289,9 +300,8 @@ class ModelInstance final : public Instance {
     }
     Outputs outs = std::move(losses);
     for (auto& g : grads) outs.push_back(std::move(g));
-    for (size_t i = 0; i < params.size(); ++i)
-      outs.push_back({"update/" + params[i].key(), params[i].value().detach() - before[i]});
-    for (const auto& p : params) outs.push_back({"param/" + p.key(), p.value().detach().clone()});
+    for (const State& st : state) outs.push_back({st.update + st.name, st.value.detach() - st.before});
+    for (const State& st : state) outs.push_back({st.final + st.name, st.value.detach().clone()});
     return outs;
   }
 

@@ -70,7 +70,10 @@ struct Arg {
   // A 0-dim tensor (shape {}) kept on the CPU on every side, the target's too: a scalar operand
   // beside the device's tensors. False for every declared case; `mpscheck explore` sets it.
   bool cpu_scalar = false;
-  bool grad = true;                // floating args get a gradient in backward cases
+  bool grad = true;  // floating args get a gradient in backward cases
+  // The op writes it in place (batch norm's running statistics in training): after the call it is
+  // an output of its own, "arg/<name>", so a kernel that writes it wrong is a finding.
+  bool written = false;
   std::vector<SizeTie> ties = {};  // see sized_as
 
   static Arg randn(std::string name, std::vector<int64_t> shape) { return Arg{std::move(name), std::move(shape)}; }
@@ -113,6 +116,10 @@ struct Arg {
   }
   Arg& no_grad() {
     grad = false;
+    return *this;
+  }
+  Arg& is_written() {
+    written = true;
     return *this;
   }
   Arg& of(c10::ScalarType t) {

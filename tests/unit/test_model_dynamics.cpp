@@ -72,6 +72,50 @@ TEST(ModelDynamics, TrainingComparesFirstGradientsAndUpdatesAtTheirOwnScale) {
   EXPECT_TRUE(out.count("loss/step0"));
 }
 
+struct NormedImpl : torch::nn::Module {
+  NormedImpl()
+      : fc(register_module("fc", torch::nn::Linear(8, 16))),
+        bn(register_module("bn", torch::nn::BatchNorm1d(16))),
+        head(register_module("head", torch::nn::Linear(16, 4))) {}
+  at::Tensor forward(const at::Tensor& x) { return head->forward(torch::relu(bn->forward(fc->forward(x)))); }
+  torch::nn::Linear fc;
+  torch::nn::BatchNorm1d bn;
+  torch::nn::Linear head;
+};
+TORCH_MODULE(Normed);
+
+// Batch norm's running statistics are state the training step writes and only eval mode reads: a
+// kernel that updates them wrong changes no loss and no gradient, so they are outputs of their own
+// (the sim's bn-stats plant), judged like a parameter's update and final value.
+TEST(ModelDynamics, TrainingComparesBatchNormsRunningStatisticsAsState) {
+  model::ModelDef<Normed> def;
+  def.name = "normed";
+  def.build = [](model::Mode) { return Normed(); };
+  def.batch = [](model::Mode, at::Generator& gen) {
+    return model::Batch{{at::randn({6, 8}, gen, at::kFloat)}, at::randint(0, 4, {6}, gen, at::kLong)};
+  };
+  def.loss = model::cross_entropy;
+  def.optimizer = model::optimizer<torch::optim::SGD>(torch::optim::SGDOptions(0.01));
+  def.steps = def.quick_steps = 2;
+  const model::ModelWorkload<Normed> w(def, true);
+  std::map<std::string, at::Tensor> out;
+  for (auto& o : w.instantiate(mpscheck::Setup{.seed = 3, .quick = true}, Placement{})->run()) out[o.name] = o.value;
+  for (const char* b : {"bn.running_mean", "bn.running_var"}) {
+    ASSERT_TRUE(out.count(std::string("buffer_update/") + b)) << b;
+    ASSERT_TRUE(out.count(std::string("buffer/") + b)) << b;
+    // Two steps at momentum 0.1 from mean 0 and variance 1: the update is what they moved.
+    const at::Tensor update = out.at(std::string("buffer_update/") + b);
+    EXPECT_GT(update.abs().min().item<double>(), 0) << b;
+    const double start = std::string(b).find("var") != std::string::npos ? 1.0 : 0.0;
+    EXPECT_TRUE(at::allclose(out.at(std::string("buffer/") + b) - update, at::full_like(update, start))) << b;
+    EXPECT_FALSE(out.count(std::string("update/") + b)) << b << ": a buffer is not a parameter";
+  }
+  // The step counter too, which the C++ frontend's Module::to makes floating: two steps, exactly.
+  ASSERT_TRUE(out.count("buffer_update/bn.num_batches_tracked"));
+  EXPECT_EQ(out.at("buffer_update/bn.num_batches_tracked").item<double>(), 2.0);
+  EXPECT_FALSE(out.count("grad0/bn.running_mean"));
+}
+
 TEST(ModelDynamics, UpdatesCoverEveryStepAndStartFromTheSeededWeights) {
   // Two runs of the same instance agree (reset to the seed), and the update spans all the steps.
   const auto one = run(two_layer(0.05, 1), true, Placement{});

@@ -19,7 +19,11 @@ inline std::string OpWorkload::reproducer(const ReproTarget& target) const {
      << "DEVICE = \"" << target.device << "\"\n"
      << "DTYPE = " << target_dtype << "\n"
      << "SEED = " << target.seed << "\n"
-     << "BACKWARD = " << (backward_ ? "True" : "False") << "\n\n"
+     << "BACKWARD = " << (backward_ ? "True" : "False") << "\n"
+     << "WRITTEN = [";  // the args the op writes in place, compared after the call
+  for (const Arg& a : def_.args)
+    if (a.written) py << "\"" << a.name << "\", ";
+  py << "]\n\n"
      << "def make_inputs(device, dtype):\n"
      << "    gen = torch.Generator().manual_seed(SEED)\n"
      << "    leaves, args = [], {}\n";
@@ -44,8 +48,9 @@ inline std::string OpWorkload::reproducer(const ReproTarget& target) const {
   py << ": " << def_.python << ")(**args)\n"
      << "    outs = list(out) if isinstance(out, (tuple, list)) else [out]\n"
      << "    if not BACKWARD:\n"
-     << "        return {(\"out\" if len(outs) == 1 else \"out%d\" % i): o.detach().cpu() for i, o in "
+     << "        results = {(\"out\" if len(outs) == 1 else \"out%d\" % i): o.detach().cpu() for i, o in "
         "enumerate(outs)}\n"
+     << "        return {**results, **{\"arg/\" + n: args[n].detach().cpu() for n in WRITTEN}}\n"
      << "    gen = torch.Generator().manual_seed(SEED + 1)\n"
      << "    total = None\n"
      << "    for o in outs:\n"
@@ -55,7 +60,8 @@ inline std::string OpWorkload::reproducer(const ReproTarget& target) const {
      << "        term = (o * g).sum()\n"
      << "        total = term if total is None else total + term\n"
      << "    total.backward()\n"
-     << "    return {\"grad/\" + name: leaf.grad.detach().cpu() for name, leaf in leaves if leaf.grad is not None}\n\n"
+     << "    grads = {\"grad/\" + name: leaf.grad.detach().cpu() for name, leaf in leaves if leaf.grad is not None}\n"
+     << "    return {**grads, **{\"arg/\" + n: args[n].detach().cpu() for n in WRITTEN}}\n\n"
      << "reference = run(\"cpu\", torch.float32)\n"
      << "target = run(DEVICE, DTYPE)\n"
      << "for name, ref in reference.items():\n"

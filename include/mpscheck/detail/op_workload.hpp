@@ -134,6 +134,7 @@ class OpInstance final : public Instance {
         result[ix.output].index_dim = ix.dim;
         result[ix.output].index_flat = ix.flat;
       }
+      add_written(result);
       return result;
     }
     backward(outs);
@@ -142,7 +143,14 @@ class OpInstance final : public Instance {
       at::Tensor g = leaves_[i].grad();
       result.push_back({"grad/" + w_.def().args[i].name, g.defined() ? g.detach().clone() : at::Tensor()});
     }
+    add_written(result);
     return result;
+  }
+
+  // The args the op writes in place, as the call left them (run() is a fresh instance's first call).
+  void add_written(Outputs& result) const {
+    for (size_t i = 0; i < views_.size(); ++i)
+      if (w_.def().args[i].written) result.push_back({"arg/" + w_.def().args[i].name, views_[i].detach().clone()});
   }
 
   void iterate() override {

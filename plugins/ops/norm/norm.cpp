@@ -10,9 +10,9 @@ const std::vector<int64_t> kImage = {4, 16, 12, 12};
 
 using A = const Tensors&;
 
-// Running statistics are buffers, never differentiated.
-Arg running_mean(int64_t c) { return Arg::randn("running_mean", {c}).no_grad(); }
-Arg running_var(int64_t c) { return Arg::uniform("running_var", {c}, 0.5, 2).no_grad(); }
+// Running statistics are buffers, never differentiated, and training writes them in place.
+Arg running_mean(int64_t c) { return Arg::randn("running_mean", {c}).no_grad().is_written(); }
+Arg running_var(int64_t c) { return Arg::uniform("running_var", {c}, 0.5, 2).no_grad().is_written(); }
 
 const std::string kBatchNormTrain =
     "torch.nn.functional.batch_norm(x, running_mean, running_var, weight, bias, training=True, momentum=0.1, eps=1e-5)";
@@ -27,7 +27,9 @@ MPSCHECK_CATALOG(norm_batch_cases) {
   const std::vector<Arg> bn_args = {Arg::randn("x", kImage), Arg::randn("weight", {16}), Arg::randn("bias", {16}),
                                     running_mean(16), running_var(16)};
   norm.op("batch_norm_train", bn_args, batch_norm_train, kBatchNormTrain).add();
-  norm.op("batch_norm_eval", bn_args,
+  std::vector<Arg> bn_eval_args = bn_args;  // eval mode reads the running statistics, never writes them
+  for (Arg& a : bn_eval_args) a.written = false;
+  norm.op("batch_norm_eval", bn_eval_args,
           [](A a) { return at::batch_norm(a[0], a[1], a[2], a[3], a[4], false, 0.1, 1e-5, false); },
           "torch.nn.functional.batch_norm(x, running_mean, running_var, weight, bias, training=False, "
           "momentum=0.1, eps=1e-5)").add();
