@@ -54,12 +54,15 @@ std::optional<bool> run_scalar_classes(const c10::OperatorHandle& op, torch::jit
 // that change values (scale, ulp-noise); returns it, edited in place. `exact(dtype)` reruns the
 // convolution with its operands widened to `dtype`, for ulp-noise on float16/bfloat16.
 at::Tensor planted_convolution(at::Tensor out, const std::function<at::Tensor(c10::ScalarType)>& exact);
-// The train-step plant's parameters (sim_parameters.cpp). Every kernel's operands are noted while
+// The train-step plant's parameters (sim_training.cpp). Every kernel's operands are noted while
 // the plant is on (the convolution kernel notes its weight and bias: a parameter only a convolution
 // uses is never an operand of the fallback); a parameter is a leaf that requires grad, or a tensor
 // on the storage of one noted (SGD's `p.data()`).
 void note_parameter(const c10::IValue& operand);
 bool is_parameter(const at::Tensor& t);
+// Batch norm (sim_training.cpp): the CPU kernel, its running statistics written back (the plain
+// fallback drops them), and the bn-stats plant.
+void native_batch_norm(const c10::OperatorHandle& op, torch::jit::Stack* stack);
 // Called at every synchronize: raises a deferred kernel error (or hangs, with sync-hang).
 void at_synchronize();
 // A planted kernel error that surfaces only at the next synchronize (as on a real command queue).

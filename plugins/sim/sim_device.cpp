@@ -499,6 +499,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("_has_compatible_shallow_copy_type", compatible_shallow_copy);
   m.impl("_fused_sdp_choice", fused_sdp_choice);
   m.impl("index.Tensor", index);
+  m.impl("native_batch_norm", torch::CppFunction::makeFromBoxedFunction<&native_batch_norm>());
   // native_group_norm has a CompositeExplicitAutograd kernel (math_group_norm) that a device without
   // its own kernel gets ahead of the fallback, and it views its input as [N, group, -1], which fails
   // on a channels_last input. The sim runs the CPU kernel, which takes any memory format.
