@@ -257,15 +257,20 @@ double pooled_scale(const std::vector<std::pair<at::Tensor, at::Tensor>>& witnes
 struct UpdateSides {
   at::Tensor witness, target, param;
 };
-// A training case's update of a parameter ("update/fc.weight") or of a floating buffer
-// ("buffer_update/bn1.running_var"): after minus before, the difference of two rounded values.
-inline bool is_update(const std::string& name) {
-  return name.rfind("update/", 0) == 0 || name.rfind("buffer_update/", 0) == 0;
+// An update of state the optimizer does not make: a training case's floating buffer
+// ("buffer_update/bn1.running_var") or an input an op writes in place ("arg_update/running_mean").
+inline bool is_state_update(const std::string& name) {
+  return name.rfind("buffer_update/", 0) == 0 || name.rfind("arg_update/", 0) == 0;
 }
+// An update, after minus before, the difference of two rounded values: a training case's update
+// of a parameter ("update/fc.weight") or a state update above.
+inline bool is_update(const std::string& name) { return name.rfind("update/", 0) == 0 || is_state_update(name); }
 // The final value an update output belongs to: "update/fc.weight" -> "param/fc.weight",
-// "buffer_update/bn1.running_var" -> "buffer/bn1.running_var".
+// "buffer_update/bn1.running_var" -> "buffer/bn1.running_var", "arg_update/running_mean" ->
+// "arg/running_mean".
 inline std::string param_of_update(const std::string& update) {
   if (update.rfind("buffer_update/", 0) == 0) return "buffer/" + update.substr(14);
+  if (update.rfind("arg_update/", 0) == 0) return "arg/" + update.substr(11);
   return "param/" + update.substr(7);
 }
 constexpr double kResolvedSpacings = 8;

@@ -242,7 +242,7 @@ std::string judge_training_family(std::vector<OutputAttribution>& failing, const
   std::vector<UpdateSides> updates, updates_nudged;
   for (const auto& [name, tol] : tols) {
     // The family is the optimizer's: a buffer's update (batch norm's statistics) keeps its own rules.
-    if (!is_training_state(name) || tol.trajectory || name.rfind("buffer_update/", 0) == 0) continue;
+    if (!is_training_state(name) || tol.trajectory || is_state_update(name)) continue;
     envelope.add(
         attribute_with_gold(at(gold, name), at(reference, name), at(witness, name), dtype, tol, at(rounded, name)));
     if (name.rfind("grad0/", 0) == 0) {

@@ -336,7 +336,9 @@ class ModelInstance final : public Instance {
   // earlier calls in that pass left them).
   LayerCall layer_call(const std::string& layer, int call) override {
     reset();
-    LayerCapture capture{layer, call};
+    LayerCapture capture;
+    capture.layer = layer;
+    capture.call = call;
     capture_sink() = &capture;
     try {
       first_pass(nullptr);

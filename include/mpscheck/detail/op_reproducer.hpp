@@ -40,8 +40,12 @@ inline std::string OpWorkload::reproducer(const ReproTarget& target) const {
        << "    args[\"" << a.name << "\"] = " << python_layout(python_storage_offset("base", a), a) << "\n";
   }
   py << "    return leaves, args\n\n"
+     << "def written(args, before):\n"  // what the call moved each written arg by, and where it left it
+     << "    moved = {\"arg_update/\" + n: (args[n].detach() - before[n]).cpu() for n in WRITTEN}\n"
+     << "    return {**moved, **{\"arg/\" + n: args[n].detach().cpu() for n in WRITTEN}}\n\n"
      << "def run(device, dtype):\n"
      << "    leaves, args = make_inputs(device, dtype)\n"
+     << "    before = {n: args[n].detach().clone() for n in WRITTEN}\n"
      << "    with torch.set_grad_enabled(BACKWARD):\n"
      << "        out = (lambda ";
   for (size_t i = 0; i < def_.args.size(); ++i) py << (i ? ", " : "") << def_.args[i].name;
@@ -50,7 +54,7 @@ inline std::string OpWorkload::reproducer(const ReproTarget& target) const {
      << "    if not BACKWARD:\n"
      << "        results = {(\"out\" if len(outs) == 1 else \"out%d\" % i): o.detach().cpu() for i, o in "
         "enumerate(outs)}\n"
-     << "        return {**results, **{\"arg/\" + n: args[n].detach().cpu() for n in WRITTEN}}\n"
+     << "        return {**results, **written(args, before)}\n"
      << "    gen = torch.Generator().manual_seed(SEED + 1)\n"
      << "    total = None\n"
      << "    for o in outs:\n"
@@ -61,7 +65,7 @@ inline std::string OpWorkload::reproducer(const ReproTarget& target) const {
      << "        total = term if total is None else total + term\n"
      << "    total.backward()\n"
      << "    grads = {\"grad/\" + name: leaf.grad.detach().cpu() for name, leaf in leaves if leaf.grad is not None}\n"
-     << "    return {**grads, **{\"arg/\" + n: args[n].detach().cpu() for n in WRITTEN}}\n\n"
+     << "    return {**grads, **written(args, before)}\n\n"
      << "reference = run(\"cpu\", torch.float32)\n"
      << "target = run(DEVICE, DTYPE)\n"
      << "for name, ref in reference.items():\n"

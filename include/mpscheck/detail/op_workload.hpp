@@ -112,6 +112,7 @@ class OpInstance final : public Instance {
       if (w.backward() && a.grad && c10::isFloatingType(base.scalar_type())) base.requires_grad_(true);
       leaves_.push_back(base);
       views_.push_back(apply_layout(apply_storage_offset(base, a), a));
+      written_before_.push_back(a.written ? views_.back().detach().clone() : at::Tensor());
     }
   }
 
@@ -147,10 +148,17 @@ class OpInstance final : public Instance {
     return result;
   }
 
-  // The args the op writes in place, as the call left them (run() is a fresh instance's first call).
+  // The args the op writes in place (run() is a fresh instance's first call): what the call moved
+  // each by ("arg_update/<name>", after minus before, the size of the write itself: a momentum
+  // update 10% short is plain there, while beside the whole value in bfloat16 it is a unit or two
+  // of rounding), and the value it left ("arg/<name>").
   void add_written(Outputs& result) const {
-    for (size_t i = 0; i < views_.size(); ++i)
-      if (w_.def().args[i].written) result.push_back({"arg/" + w_.def().args[i].name, views_[i].detach().clone()});
+    for (size_t i = 0; i < views_.size(); ++i) {
+      if (!w_.def().args[i].written) continue;
+      const at::Tensor after = views_[i].detach();
+      result.push_back({"arg_update/" + w_.def().args[i].name, after - written_before_[i]});
+      result.push_back({"arg/" + w_.def().args[i].name, after.clone()});
+    }
   }
 
   void iterate() override {
@@ -205,7 +213,8 @@ class OpInstance final : public Instance {
   const OpWorkload& w_;
   std::uint64_t seed_;
   Tensors leaves_, views_;
-  Tensors grad_outputs_;  // drawn at the first backward step, see backward()
+  Tensors written_before_;  // a written arg's value before the first call; undefined for the rest
+  Tensors grad_outputs_;    // drawn at the first backward step, see backward()
 };
 
 inline std::unique_ptr<Instance> OpWorkload::instantiate(const Setup& setup, const Placement& where) const {
