@@ -2,8 +2,6 @@
 // of what fails, and the layer a failing model first diverges at.
 #include "checks/judge.hpp"
 
-#include <mpscheck/dtype_names.hpp>
-
 #include "checks/compare.hpp"
 #include "checks/errors.hpp"
 #include "checks/memory.hpp"
@@ -443,7 +441,6 @@ void check_case(const Workload& w, CaseHost& host, CaseSides* sides, c10::Device
   const Tolerance tol = tolerance_for(w.family(), dtype);
   r.rtol = tol.rtol;
   r.atol = tol.atol;
-  r.dtype = dtype_name(dtype);
   if (sides) {
     using Clock = std::chrono::steady_clock;
     const auto compare_start = Clock::now();

@@ -29,7 +29,8 @@ struct CaseSides {
   std::unique_ptr<Instance> target_instance;
 };
 
-// The one entry of checks/ for a case the host has run: the result's dtype and tolerance; then,
+// The one entry of checks/ for a case the host has run, whose result the host has identified (its
+// dtype is `dtype`'s name, see core/execute.hpp identify): the result's tolerance; then,
 // when both sides ran (`sides`; null when one could not, and r says why), judge_sides and, for a
 // case that passed and is timed (`timing`), time_case; last the memory rule (checks/memory.hpp),
 // whichever way the sides ended. What fails while judging or timing is mpscheck's own `error`, in
@@ -47,7 +48,7 @@ void judge_sides(const Workload& w, CaseHost& host, const Outputs& ref_out, cons
 // Fills r.outputs, r.status, r.message, r.attribution and the layer fields from the reference's
 // and the target's outputs. `spreads`: outputs the reference gave differently in two fresh runs,
 // by their largest difference; each is judged with its tolerance widened to that spread. A note
-// that names the dtype quotes r.dtype, its name in the result (check_case sets it). May throw:
+// that names the dtype quotes r.dtype, its name in the result (the host's identify sets it). May throw:
 // the host turns that into an `error` of the phase it was in.
 void judge_case(const Workload& w, CaseHost& host, const Outputs& ref_out, const Outputs& tgt_out, c10::Device device,
                 c10::ScalarType dtype, const Tolerance& tol, const std::map<std::string, double>& spreads,

@@ -136,7 +136,7 @@ int merge_command(const Config& cfg) {
     const RunReport merged = merge_reports(cfg.arguments);
     Config out = cfg;  // the merged record goes to -o
     out.report_destinations["json"] = cfg.output_path;
-    const ReportContext ctx{merged, cfg.output_path, nullptr, nullptr, std::cout, false};
+    const ReportContext ctx{merged, cfg.output_path, nullptr, nullptr, std::cout, false, nullptr};
     if (write_reports(out, ctx, /*merging=*/true) != Written::All) return kExitUsage;
     const auto counts = count_by_status(merged.cases);
     std::cout << fmt::format("merged {} reports: {} cases into {}\n", cfg.arguments.size(), merged.cases.size(),

@@ -8,6 +8,8 @@
 #include "core/reference_cache.hpp"
 #include "core/torchscript_workload.hpp"
 
+#include <mpscheck/dtype_names.hpp>
+
 #include <ATen/Parallel.h>
 
 #include <algorithm>
@@ -41,6 +43,9 @@ void identify(CaseResult& r, const RegisteredWorkload& rw, const TargetSpec& tar
   if (r.tags.empty()) r.tags = w.tags();
   if (r.plugin.empty() && rw.plugin) r.plugin = rw.plugin->name;
   if (r.target.empty()) r.target = target.str();
+  // The dtype the case computes in on this target: a crash or a timeout, whose worker never
+  // reached the judge, still says which dtype it died in.
+  if (r.dtype.empty()) r.dtype = dtype_name(target_dtype_for(w, target));
 }
 
 namespace {

@@ -28,7 +28,7 @@ struct ExecuteOptions {
 // case's `error`, with the message.
 CaseResult execute_case(const RegisteredWorkload& w, const ExecuteOptions& options);
 
-// The one place a result gets its identity (id, kind, tags, plugin, target): the kind from the
+// The one place a result gets its identity (id, kind, tags, plugin, target, dtype): the kind from the
 // workload, the rest where empty, for results made in the worker and for those the host makes
 // itself (crash, timeout).
 void identify(CaseResult& r, const RegisteredWorkload& w, const TargetSpec& target);
