@@ -15,7 +15,7 @@ namespace mpscheck {
 struct Verdict {
   Status status = Status::Pass;
   std::string message;
-  std::string output;  // the output the message leads with; empty for a pass
+  std::string output{};  // the output the message leads with; empty for a pass
 };
 
 // pass / mismatch / nan over all outputs of a case (DESIGN.md §4).

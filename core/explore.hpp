@@ -62,7 +62,7 @@ struct ExploreFinding {
   std::string summary;  // one line for the console
   std::string layout;   // pattern "layout": the input and the layout that fails ("x channels_last at storage offset 1")
   CaseResult result;    // the verdict of `id` as the worker gave it (outputs, phase, figures)
-  std::string probe;    // pattern "state": the state probe that fails ("dirty", "threads2", "repeat20")
+  std::string probe{};  // pattern "state": the state probe that fails ("dirty", "threads2", "repeat20")
 };
 
 struct ExploredCase {

@@ -35,7 +35,7 @@ struct ReportContext {
   bool color = false;
   // Writes a localised model finding's op-level reproducer into a folder (bug reports); null in
   // `merge`, which loads no cases.
-  std::function<LayerScript(const CaseResult& finding, const std::string& dir)> layer_script;
+  std::function<LayerScript(const CaseResult& finding, const std::string& dir)> layer_script{};
 };
 
 enum class Destination {

@@ -64,7 +64,7 @@ struct InputShape {
   std::vector<std::int64_t> shape;
   // Its declared layout in memory: "contiguous", "transposed", "sliced", "channels_last",
   // "expanded"; empty when the workload does not say.
-  std::string layout;
+  std::string layout{};
   // Its dimensions tied to other inputs' (equal declared sizes are varied together anyway; a tie
   // says so for a multiple).
   std::vector<SizeTie> ties = {};

@@ -106,7 +106,9 @@ TEST_P(HuggingFace, ReachesARealVerdictOnEveryTarget) {
     EXPECT_EQ(c["dtype"], "bfloat16");
     EXPECT_TRUE(status == "pass" || status == "mismatch" || status == "nan") << c.dump();
     // A finding stands only where float64 put the error on the target.
-    if (status != "pass") EXPECT_EQ(c["attribution"], "target") << c.dump();
+    if (status != "pass") {
+      EXPECT_EQ(c["attribution"], "target") << c.dump();
+    }
     for (const auto& o : c["outputs"]) EXPECT_EQ(o["target_dtype"], "bfloat16") << o.dump();
   }
 }

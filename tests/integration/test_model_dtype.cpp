@@ -112,7 +112,7 @@ TEST_F(TracedInOneDtype, FilesThatAreNotOneModelExitTwoNamingTheFile) {
   EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
   EXPECT_EQ(count_lines(r.err), 1) << r.err;
   EXPECT_NE(r.err.find("--model-for " + model("other.bfloat16.pt") + ": its 0.weight"), std::string::npos) << r.err;
-  for (const std::string bad : {"int8=" + model("masked.bfloat16.pt"), "bfloat16=" + model("missing.pt")}) {
+  for (const std::string& bad : {"int8=" + model("masked.bfloat16.pt"), "bfloat16=" + model("missing.pt")}) {
     auto a = masked("cpu:bfloat16");
     a.insert(a.end(), {"--model-for", bad});
     const auto b = run_mpscheck(a, dir);

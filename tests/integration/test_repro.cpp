@@ -203,6 +203,8 @@ TEST(LayerReproducer, ScriptBlamesTheTargetOnlyWhenTheOpItselfIsWrong) {
     const auto py = run_shell(python + " " + files.script_path, dir);
     EXPECT_EQ(py.exit_code, p.exit_code) << py.out << py.err.substr(0, 2000);
     EXPECT_NE(py.out.find(p.says), std::string::npos) << py.out;
-    if (p.exit_code == 1) EXPECT_NE(py.out.find("% too large on average"), std::string::npos) << py.out;
+    if (p.exit_code == 1) {
+      EXPECT_NE(py.out.find("% too large on average"), std::string::npos) << py.out;
+    }
   }
 }

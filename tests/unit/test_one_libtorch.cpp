@@ -78,8 +78,9 @@ TEST(ElfDependencies, APluginOfThisBuildNamesTheHostsOwnLibTorch) {
   ASSERT_TRUE(deps.has_value());
   bool c10 = false;
   for (const auto& n : deps->needed) {
-    if (n.rfind("libc10", 0) == 0 || n.rfind("libtorch", 0) == 0)
+    if (n.rfind("libc10", 0) == 0 || n.rfind("libtorch", 0) == 0) {
       EXPECT_EQ(n.find(".so."), std::string::npos) << "a versioned LibTorch soname: " << n;
+    }
     c10 |= n == "libc10.so";
   }
   EXPECT_TRUE(c10);

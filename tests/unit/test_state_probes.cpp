@@ -115,7 +115,7 @@ TEST(StateProbeIds, ParseAndPrintRoundTrip) {
   EXPECT_EQ(t->inputs[0].input.layout, InputLayout::Transposed);
   EXPECT_EQ(t->probe, (StateProbe{StateProbe::Kind::Threads, 8}));
   // The probe adds no regex metacharacter: --filter ID selects exactly the id.
-  for (const std::string id : {with_probe(kMm, {StateProbe::Kind::Dirty, 0}), std::string("op/a@x=2x3~repeat1000")})
+  for (const std::string& id : {with_probe(kMm, {StateProbe::Kind::Dirty, 0}), std::string("op/a@x=2x3~repeat1000")})
     EXPECT_EQ(id.find_first_of(".^$*+?()[]{}|\\"), std::string::npos) << id;
 }
 

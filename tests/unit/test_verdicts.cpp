@@ -147,7 +147,9 @@ TEST(Attribution, OneElementIn65536OffByOneIsCaughtAndNamed) {
     const auto a = attribute_with_gold(d.gold, d.reference, d.target, dtype, tol, d.rounded);
     // The RMSE rule alone dilutes it by sqrt(n) (bfloat16); float16's baseline is small enough that,
     // with no fixed atol added to it any more (issue 22), the RMSE rule catches it as well.
-    if (dtype == c10::kBFloat16) EXPECT_TRUE(a.rmse_ok) << "the RMSE rule alone dilutes it by sqrt(n)";
+    if (dtype == c10::kBFloat16) {
+      EXPECT_TRUE(a.rmse_ok) << "the RMSE rule alone dilutes it by sqrt(n)";
+    }
     EXPECT_FALSE(a.target_ok);
     EXPECT_EQ(a.bad_elements, 1);
     EXPECT_EQ(a.first_bad, 3 * 256 + 5);
