@@ -15,6 +15,11 @@
 
 namespace mpscheck {
 
+// What a second, fresh CPU float32 reference instance gave for each output it gave differently
+// from the first (empty: the reference is deterministic). A target element is judged against the
+// interval the two runs span there (nothing wider where they agree: judge_case).
+using ReferenceRerun = std::map<std::string, at::Tensor>;
+
 class CaseHost {
  public:
   virtual ~CaseHost() = default;
@@ -33,10 +38,10 @@ class CaseHost {
   virtual std::map<std::string, at::Tensor> gold() = 0;
   // The warnings the target raised while it ran (a CPU fallback shows there).
   virtual std::vector<std::string> target_warnings() = 0;
-  // The reference's spreads (see judge_sides), measured once per reference and kept with it:
-  // what the host kept, or nullptr when they were never measured.
-  virtual const std::map<std::string, double>* kept_spreads() = 0;
-  virtual void keep_spreads(const std::map<std::string, double>& spreads) = 0;
+  // The reference's rerun (see judge_sides), run once per reference and kept with it: what the
+  // host kept, or nullptr when the reference was never run twice.
+  virtual const ReferenceRerun* kept_rerun() = 0;
+  virtual void keep_rerun(const ReferenceRerun& rerun) = 0;
 
   // For timing. A fresh instance at `where`, to be timed. Throws what instantiating throws.
   virtual std::unique_ptr<Instance> instantiate(const Placement& where) = 0;

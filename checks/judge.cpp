@@ -240,65 +240,104 @@ void localise(const Workload& w, CaseHost& host, c10::Device device, c10::Scalar
       "training): the divergence builds up over training steps (the optimizer, or error that compounds)";
 }
 
-// The spread of every output that differs between the reference and a second, fresh reference
-// instance built from the same seed (empty for random workloads, which are compared by
-// statistics). A fresh instance, not a second run() of the first: a model that normalises its
-// input in place would otherwise differ from itself by construction. A re-run that throws
-// measures nothing.
-std::map<std::string, double> reference_spreads(const Workload& w, CaseHost& host, const Outputs& ref_out) {
-  std::map<std::string, double> spreads;
-  if (w.is_random()) return spreads;
+// What a second, fresh reference instance built from the same seed gives for every output it gives
+// differently (empty for random workloads, which are compared by statistics). A fresh instance,
+// not a second run() of the first: a model that normalises its input in place would otherwise
+// differ from itself by construction. A re-run that throws measures nothing.
+ReferenceRerun reference_rerun(const Workload& w, CaseHost& host, const Outputs& ref_out) {
+  ReferenceRerun rerun;
+  if (w.is_random()) return rerun;
   try {
     const auto again = by_name(host.run(Placement{c10::Device(c10::kCPU), c10::kFloat, Side::Reference}, "reference"));
     for (const auto& o : ref_out) {
       auto it = again.find(o.name);
       if (it == again.end() || !o.value.defined() || !it->second.defined()) continue;
-      const OutputReport d = compare_tensors(o.name, o.value, it->second, Tolerance{0, 0});
-      if (!d.ok) spreads[o.name] = std::isfinite(d.max_abs) ? d.max_abs : std::numeric_limits<double>::infinity();
+      if (!compare_tensors(o.name, o.value, it->second, Tolerance{0, 0}).ok) rerun[o.name] = it->second;
     }
   } catch (...) {
   }
-  return spreads;
+  return rerun;
+}
+
+// The largest difference between an output's two reference runs (infinite when they do not even
+// agree on shape, dtype or finiteness).
+double rerun_spread(const at::Tensor& reference, const at::Tensor& again) {
+  const OutputReport d = compare_tensors("", reference, again, Tolerance{0, 0});
+  const bool comparable = reference.sizes() == again.sizes() && reference.scalar_type() == again.scalar_type();
+  return comparable && std::isfinite(d.max_abs) ? d.max_abs : std::numeric_limits<double>::infinity();
 }
 
 // A reference that differs from itself by orders of magnitude more than the case's tolerance is
-// not "slightly nondeterministic" (reduction order, atomics): it is not a reference at all, and a
-// tolerance widened to its spread would let any target pass. Empty when every spread is small.
-std::string nondeterminism_error(const Outputs& ref_out, const std::map<std::string, double>& spreads,
-                                 const Tolerance& tol) {
+// not "slightly nondeterministic" (reduction order, atomics): it is not a reference at all, and no
+// element of it can be trusted to judge a target by. Empty when every spread is small.
+std::string nondeterminism_error(const Outputs& ref_out, const ReferenceRerun& rerun, const Tolerance& tol) {
   constexpr double kBeyond = 100;
   for (const auto& o : ref_out) {
-    auto it = spreads.find(o.name);
-    if (it == spreads.end() || !o.value.defined()) continue;
+    auto it = rerun.find(o.name);
+    if (it == rerun.end() || !o.value.defined()) continue;
+    const double spread = rerun_spread(o.value, it->second);
     double largest = 0;
     if (o.value.numel() > 0 && (o.value.is_floating_point() || o.value.is_complex()))
       largest = o.value.detach().abs().to(at::kDouble).nan_to_num(0, 0, 0).max().item<double>();
     const double allowance = tol.atol + tol.rtol * largest;
-    if (!(it->second <= kBeyond * allowance))
+    if (!(spread <= kBeyond * allowance))
       return fmt::format(
           "the CPU reference is not deterministic: output {} differs by up to {:.3g} between two "
-          "fresh reference instances from the same seed, {:.0f}x the tolerance ({:.3g}); a tolerance "
-          "widened that far would pass any target (does the case read global random state or "
+          "fresh reference instances from the same seed, {:.0f}x the tolerance ({:.3g}); no "
+          "element of it can judge a target (does the case read global random state or "
           "uninitialised memory?)",
-          o.name, it->second, allowance > 0 ? it->second / allowance : INFINITY, allowance);
+          o.name, spread, allowance > 0 ? spread / allowance : INFINITY, allowance);
   }
   return {};
+}
+
+// The reference a target's output is compared with. Where the reference's two runs disagree, the
+// reference could have been anything between them: a target element inside that interval is
+// compared with itself, one outside it with the nearer end. Everywhere else (the runs agree) it
+// is the reference itself, so a wrong element there is as wrong as without a rerun; so is a NaN
+// target element (no interval holds it). The first run when the runs cannot be paired element by
+// element, or are not real floating point (an index is exact, and int64 does not pass through a
+// double unchanged).
+at::Tensor reference_near(const at::Tensor& reference, const at::Tensor& again, const at::Tensor& target) {
+  if (!reference.defined() || !again.defined() || !target.defined() || !reference.is_floating_point() ||
+      target.is_complex() || again.sizes() != reference.sizes() || again.scalar_type() != reference.scalar_type() ||
+      target.sizes() != reference.sizes())
+    return reference;
+  const at::Tensor t = target.detach().to(at::kCPU).to(at::kDouble);
+  const at::Tensor first = reference.detach().to(at::kDouble), second = again.detach().to(at::kCPU).to(at::kDouble);
+  const at::Tensor inside = (t >= at::minimum(first, second)) & (t <= at::maximum(first, second));
+  const at::Tensor nearer = at::where((t - second).abs() < (t - first).abs(), second, first);
+  return at::where(inside, t, nearer).to(reference.scalar_type());
+}
+
+// The note a result gets when its reference differed from itself: which outputs, and by how much.
+std::string rerun_note(const Outputs& ref_out, const ReferenceRerun& rerun) {
+  std::string widest;
+  double most = -1;
+  for (const auto& o : ref_out) {
+    auto it = rerun.find(o.name);
+    if (it == rerun.end()) continue;
+    const double spread = rerun_spread(o.value, it->second);
+    if (spread > most) most = spread, widest = o.name;
+  }
+  return fmt::format(
+      "the CPU reference differs from itself between runs in {} output{} (the most, {}, by {:.3g}): "
+      "where its two runs disagree, an element is compared with the nearer end of the two; no tolerance is "
+      "widened",
+      rerun.size(), rerun.size() == 1 ? "" : "s", widest, most);
 }
 
 }  // namespace
 
 void judge_case(const Workload& w, CaseHost& host, const Outputs& ref_out, const Outputs& tgt_out, c10::Device device,
-                c10::ScalarType dtype, const Tolerance& tol, const std::map<std::string, double>& spreads,
-                CaseResult& r) {
-  // Determinism: a reference that differs from itself must not be blamed on the target. Only the
-  // output that differed is widened, by its own spread.
+                c10::ScalarType dtype, const Tolerance& tol, const ReferenceRerun& rerun, CaseResult& r) {
+  // Determinism: a reference that differs from itself must not be blamed on the target, and only
+  // where it differs: such an element is compared with the nearer end of its two runs
+  // (reference_near; no tolerance is widened, so a wrong element elsewhere is still wrong).
   std::map<std::string, Tolerance> tols;
-  for (const auto& o : ref_out) tols[o.name] = tol;
-  for (const auto& [name, spread] : spreads) {
-    if (!tols.count(name)) continue;
-    r.nondeterministic = true;
-    tols[name] = widened_for_spread(tol, spread);
-    r.atol = std::max(r.atol, tols[name].atol);
+  for (const auto& o : ref_out) {
+    tols[o.name] = tol;
+    if (rerun.count(o.name)) r.nondeterministic = true;
   }
 
   const auto target_outputs = outputs_by_name(tgt_out);
@@ -309,6 +348,8 @@ void judge_case(const Workload& w, CaseHost& host, const Outputs& ref_out, const
     auto it = target_outputs.find(o.name);
     const Output* t = it == target_outputs.end() ? nullptr : it->second;
     const at::Tensor tv = t ? t->value : at::Tensor();
+    const auto again = rerun.find(o.name);
+    const at::Tensor reference = again == rerun.end() ? o.value : reference_near(o.value, again->second, tv);
     OutputReport rep;
     if (o.standard_error.defined())
       rep = compare_statistics(o.name, o.value, tv, o.standard_error, t ? t->standard_error : at::Tensor(),
@@ -343,10 +384,10 @@ void judge_case(const Workload& w, CaseHost& host, const Outputs& ref_out, const
                                          kScaleRoundingUnits * unit_roundoff(dtype) * finite_rms(param->second->value));
         }
       }
-      rep = compare_tensors(o.name, o.value, tv, tols[o.name], dtype);
+      rep = compare_tensors(o.name, reference, tv, tols[o.name], dtype);
       if (reduced && rep.ok && !tols[o.name].trajectory && tv.defined() && tv.is_floating_point() &&
           o.value.is_floating_point()) {
-        const SignedBias b = signed_bias(o.value, tv);
+        const SignedBias b = signed_bias(reference, tv);
         if (std::abs(b.mean) > kBiasScreenUnits * unit_roundoff(dtype)) {
           rep.ok = false;
           rep.note = fmt::format(
@@ -377,10 +418,7 @@ void judge_case(const Workload& w, CaseHost& host, const Outputs& ref_out, const
   apply_fallback(host.target_warnings(), v);
   r.status = v.status;
   r.message = v.message;
-  if (r.nondeterministic)
-    r.message +=
-        std::string(r.message.empty() ? "" : "; ") +
-        "the CPU reference differs from itself between runs: that output's tolerance widened to twice its spread";
+  if (r.nondeterministic) r.message += std::string(r.message.empty() ? "" : "; ") + rerun_note(ref_out, rerun);
   if (w.kind() == Kind::Model && (r.status == Status::Mismatch || r.status == Status::Nan)) {
     localise(w, host, device, dtype, tol, r);
   }
@@ -388,13 +426,13 @@ void judge_case(const Workload& w, CaseHost& host, const Outputs& ref_out, const
 
 void judge_sides(const Workload& w, CaseHost& host, const Outputs& ref_out, const Outputs& tgt_out, c10::Device device,
                  c10::ScalarType dtype, const Tolerance& tol, CaseResult& r) {
-  std::map<std::string, double> spreads;
-  if (const std::map<std::string, double>* kept = host.kept_spreads()) {
-    spreads = *kept;
+  ReferenceRerun rerun;
+  if (const ReferenceRerun* kept = host.kept_rerun()) {
+    rerun = *kept;
   } else {
     host.enter_phase("reference");
-    spreads = reference_spreads(w, host, ref_out);
-    host.keep_spreads(spreads);
+    rerun = reference_rerun(w, host, ref_out);
+    host.keep_rerun(rerun);
   }
   host.enter_phase("comparison");
   if (ref_out.empty()) {
@@ -405,13 +443,13 @@ void judge_sides(const Workload& w, CaseHost& host, const Outputs& ref_out, cons
         "the case has no output to compare (the target gave {}); a case that compares "
         "nothing cannot pass",
         tgt_out.empty() ? "none either" : fmt::format("{} named {}", tgt_out.size(), tgt_out.front().name));
-  } else if (std::string why = nondeterminism_error(ref_out, spreads, tol); !why.empty()) {
+  } else if (std::string why = nondeterminism_error(ref_out, rerun, tol); !why.empty()) {
     r.status = Status::Error;
     r.phase = "reference";
     r.nondeterministic = true;
     r.message = why;
   } else {
-    judge_case(w, host, ref_out, tgt_out, device, dtype, tol, spreads, r);
+    judge_case(w, host, ref_out, tgt_out, device, dtype, tol, rerun, r);
   }
 }
 

@@ -39,20 +39,21 @@ void check_case(const Workload& w, CaseHost& host, CaseSides* sides, c10::Device
                 const TimingPlan& timing, CaseResult& r);
 
 // Both sides have run: the reference's own determinism (once per reference: a second fresh
-// reference instance, and each output it gives differently is widened to that spread), then
+// reference instance, kept as the ReferenceRerun of the outputs it gives differently), then
 // judge_case. A case with no output to compare, or a reference that differs from itself far beyond
 // its tolerance, is an `error`, never a pass. May throw, as judge_case.
 void judge_sides(const Workload& w, CaseHost& host, const Outputs& ref_out, const Outputs& tgt_out, c10::Device device,
                  c10::ScalarType dtype, const Tolerance& tol, CaseResult& r);
 
 // Fills r.outputs, r.status, r.message, r.attribution and the layer fields from the reference's
-// and the target's outputs. `spreads`: outputs the reference gave differently in two fresh runs,
-// by their largest difference; each is judged with its tolerance widened to that spread. A note
+// and the target's outputs. `rerun`: what a second fresh reference gave for the outputs it gave
+// differently; a target element between the two runs' values where they disagree matches, one
+// outside them is compared with the nearer end, every other element with the reference, and no
+// tolerance is widened. A note
 // that names the dtype quotes r.dtype, its name in the result (the host's identify sets it). May throw:
 // the host turns that into an `error` of the phase it was in.
 void judge_case(const Workload& w, CaseHost& host, const Outputs& ref_out, const Outputs& tgt_out, c10::Device device,
-                c10::ScalarType dtype, const Tolerance& tol, const std::map<std::string, double>& spreads,
-                CaseResult& r);
+                c10::ScalarType dtype, const Tolerance& tol, const ReferenceRerun& rerun, CaseResult& r);
 
 // The text of an exception in flight, tidied (no C++ backtrace).
 std::string exception_text(std::exception_ptr p);

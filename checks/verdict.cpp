@@ -61,12 +61,6 @@ Verdict judge_outputs(const std::vector<OutputReport>& outputs) {
   return v;
 }
 
-Tolerance widened_for_spread(const Tolerance& tol, double spread) {
-  Tolerance t = tol;
-  if (std::isfinite(spread) && spread > 0) t.atol = std::max(t.atol, 2 * spread);
-  return t;
-}
-
 namespace {
 
 // The target is NaN/Inf where the CPU's own run in the dtype is NaN/Inf too, at most of the

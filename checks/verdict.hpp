@@ -21,10 +21,6 @@ struct Verdict {
 // pass / mismatch / nan over all outputs of a case (DESIGN.md §4).
 Verdict judge_outputs(const std::vector<OutputReport>& outputs);
 
-// The tolerance of one output whose CPU reference differed from itself by `spread` (max abs)
-// between two runs: its atol is widened to twice that spread. Other outputs keep `tol`.
-Tolerance widened_for_spread(const Tolerance& tol, double spread);
-
 // The float64 attribution of one failing output; `attribution` is unmeasured when there was no
 // gold (or no target) output to set beside it.
 struct OutputAttribution {

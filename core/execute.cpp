@@ -117,7 +117,7 @@ void reference_failed(const Workload& w, const std::string& msg, CaseResult& r) 
 }
 
 // The host of checks/ (checks/case_host.hpp): the case's other runs, in this worker, with what
-// they measure once per reference (the gold run, the spreads, the reference time) kept with the
+// they measure once per reference (the gold run, the rerun, the reference time) kept with the
 // cached reference. Until the reference has run there is none, and checks/ asks for nothing.
 class WorkerCaseHost final : public CaseHost {
  public:
@@ -146,11 +146,9 @@ class WorkerCaseHost final : public CaseHost {
     return cached_->gold;
   }
   std::vector<std::string> target_warnings() override { return warnings_.target(); }
-  const std::map<std::string, double>* kept_spreads() override {
-    return cached_->determinism_checked ? &cached_->spreads : nullptr;
-  }
-  void keep_spreads(const std::map<std::string, double>& spreads) override {
-    cached_->spreads = spreads;
+  const ReferenceRerun* kept_rerun() override { return cached_->determinism_checked ? &cached_->rerun : nullptr; }
+  void keep_rerun(const ReferenceRerun& rerun) override {
+    cached_->rerun = rerun;
     cached_->determinism_checked = true;
     cache_dirty_ = true;
   }

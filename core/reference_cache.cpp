@@ -123,10 +123,10 @@ std::string encode(const CachedReference& e) {
     w.tensor(o.standard_error);
   }
   w.pod<std::uint8_t>(e.determinism_checked);
-  w.pod<std::uint32_t>(static_cast<std::uint32_t>(e.spreads.size()));
-  for (const auto& [name, spread] : e.spreads) {
+  w.pod<std::uint32_t>(static_cast<std::uint32_t>(e.rerun.size()));
+  for (const auto& [name, t] : e.rerun) {
     w.text(name);
-    w.pod<double>(spread);
+    w.tensor(t);
   }
   w.pod<std::uint32_t>(static_cast<std::uint32_t>(e.gold.size()));
   for (const auto& [name, t] : e.gold) {
@@ -156,10 +156,10 @@ CachedReference decode(const std::string& payload) {
     e.outputs.push_back(std::move(o));
   }
   e.determinism_checked = r.pod<std::uint8_t>() != 0;
-  const auto spreads = r.pod<std::uint32_t>();
-  for (std::uint32_t i = 0; i < spreads; ++i) {
+  const auto rerun = r.pod<std::uint32_t>();
+  for (std::uint32_t i = 0; i < rerun; ++i) {
     std::string name = r.text();
-    e.spreads[name] = r.pod<double>();
+    e.rerun[name] = r.tensor();
   }
   const auto gold = r.pod<std::uint32_t>();
   for (std::uint32_t i = 0; i < gold; ++i) {
@@ -182,7 +182,7 @@ CachedReference decode(const std::string& payload) {
 }  // namespace
 
 std::string CacheKey::text() const {
-  return fmt::format("format 2\ntorch {}\ncpu {}\nthreads {}\nseed {}\nquick {}\nplugin {} {}\nsource {}\ncase {}\n",
+  return fmt::format("format 3\ntorch {}\ncpu {}\nthreads {}\nseed {}\nquick {}\nplugin {} {}\nsource {}\ncase {}\n",
                      torch, cpu, threads, seed, quick ? 1 : 0, plugin, plugin_version, source, case_id);
 }
 

@@ -12,6 +12,7 @@
 
 #include <mpscheck/workload.hpp>
 
+#include "checks/case_host.hpp"
 #include "checks/result.hpp"
 
 #include <map>
@@ -47,7 +48,7 @@ std::string current_torch_identity();
 struct CachedReference {
   Outputs outputs;                         // the CPU float32 reference (value, standard_error)
   bool determinism_checked = false;        // the reference was run twice
-  std::map<std::string, double> spreads;   // outputs that differed from themselves, by max |a-b|
+  ReferenceRerun rerun;                    // the second run's value of each output that differed
   std::map<std::string, at::Tensor> gold;  // CPU float64, once a run needed it
   std::optional<TimingStats> reference_time;
   double reference_time_budget = 0;  // --min-time the reference time was measured with

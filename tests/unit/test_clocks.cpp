@@ -192,8 +192,8 @@ class TimingHost final : public CaseHost {
   Outputs trace(const Placement&) override { throw std::logic_error("timing traces nothing"); }
   std::map<std::string, at::Tensor> gold() override { throw std::logic_error("timing needs no gold"); }
   std::vector<std::string> target_warnings() override { return {}; }
-  const std::map<std::string, double>* kept_spreads() override { return nullptr; }
-  void keep_spreads(const std::map<std::string, double>&) override {}
+  const ReferenceRerun* kept_rerun() override { return nullptr; }
+  void keep_rerun(const ReferenceRerun&) override {}
   std::unique_ptr<Instance> instantiate(const Placement& where) override { return w_.instantiate({}, where); }
   void synchronize(const c10::Device&) override {}
   const TimingStats* kept_reference_time(double) override { return nullptr; }

@@ -563,14 +563,6 @@ TEST(Decision, AForgivenFirstOutputGivesTheLeadToTheOneThatFailed) {
   EXPECT_EQ(v.output, grad.name);
 }
 
-TEST(Decision, NondeterminismWidensOnlyByTheOutputsOwnSpread) {
-  const Tolerance tol{1e-5, 1e-5};
-  EXPECT_DOUBLE_EQ(widened_for_spread(tol, 1e-3).atol, 2e-3);
-  EXPECT_DOUBLE_EQ(widened_for_spread(tol, 1e-3).rtol, 1e-5);
-  EXPECT_DOUBLE_EQ(widened_for_spread(tol, 1e-7).atol, 1e-5);  // never narrower
-  EXPECT_DOUBLE_EQ(widened_for_spread(tol, std::numeric_limits<double>::infinity()).atol, 1e-5);
-}
-
 TEST(Decision, LayerDivergesUnlessFloat64ShowsFloat32IsTheFragileSide) {
   OutputReport bad;
   bad.ok = false;
