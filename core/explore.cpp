@@ -126,6 +126,7 @@ class CaseExplorer {
   std::map<std::string, CaseResult> seen_;
   int variants_ = 0;
   std::string speed_note_;  // why the speed search stopped short
+  std::string cut_short_;   // why a cliff it found was not bisected to its exact size (empty: it was)
   // Kept for the state probes: a fifth of the case's budget, at most 8 s.
   double reserve_ = std::min(options_.case_budget_s / 5, 8.0);
   // Per size group, the sizes that passed in the declared layouts (explore_sizes).
@@ -174,7 +175,7 @@ std::optional<ExploreFinding> CaseExplorer::explore(ExploredCase& record) {
   if (!f && !budget_spent) f = explore_layouts_at_sizes(&budget_spent);
   if (!f && !budget_spent) f = explore_speed();
   if (f || !budget_spent) {
-    done(f ? std::string() : speed_note_);
+    done(f ? cut_short_ : speed_note_);
     return f;
   }
   done(fmt::format("{} after {} variants; no finding", stop_ && stop_() ? "the run was stopped" : "budget spent",
@@ -220,9 +221,11 @@ std::optional<ExploreFinding> CaseExplorer::explore_speed() {
       if (ok && size > declared_[g] && is_power_of_two(size) && size <= 2 * sizes.back()) sizes.push_back(size);
     if (sizes.size() < 2) continue;
     std::map<std::int64_t, CaseResult> timed;  // the last timed run at each size
+    std::string why_not;                       // why the last size asked for has no ratio
     const RatioAt ratio_at = [&](std::int64_t size) -> std::optional<double> {
       if (out_of_budget()) {
         speed_note_ = "budget spent in the speed search";
+        why_not = "the budget ran out";
         return std::nullopt;
       }
       const double left =
@@ -235,10 +238,15 @@ std::optional<ExploreFinding> CaseExplorer::explore_speed() {
         if (!r.host_busy) break;
         if (attempt == 2) {
           speed_note_ = "no speed search: the machine was busy with other work while sizes were timed";
+          why_not = "the machine was busy with other work while sizes were timed";
           return std::nullopt;
         }
       }
       if (r.phase == kBudgetPhase) speed_note_ = "budget spent in the speed search";
+      why_not = r.phase == kBudgetPhase ? "the budget ran out"
+                : r.status == Status::Pass
+                    ? fmt::format("{} = {} could not be timed", groups_[g].name, size)
+                    : fmt::format("{} = {} did not pass ({})", groups_[g].name, size, to_string(r.status));
       if (r.status != Status::Pass || !r.target_time || !r.reference_time || !(r.reference_time->median_s > 0))
         return std::nullopt;
       const double ratio = r.target_time->median_s / r.reference_time->median_s;
@@ -264,7 +272,9 @@ std::optional<ExploreFinding> CaseExplorer::explore_speed() {
         "{} from {} = {}: the target takes {:.1f}x the CPU's time there, {:.1f}x at {} (a cliff: more than {:g}x "
         "between neighbouring sizes){}",
         c->bisected ? "slower" : "slower somewhere", f.dimension, c->first_slow, c->slow_ratio, c->fast_ratio,
-        c->last_fast, options_.cliff_factor, c->bisected ? "" : "; the budget ran out before the exact size");
+        c->last_fast, options_.cliff_factor, c->bisected ? "" : "; the exact size is not known: " + why_not);
+    // Cut short, the case says why (a busy machine's run is worth repeating; the finding stands).
+    if (!c->bisected) cut_short_ = "speed search cut short: " + why_not;
     f.message = f.result.message;
     f.result.speed_note = f.summary;
     return f;

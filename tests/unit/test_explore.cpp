@@ -565,6 +565,30 @@ TEST(Explore, ACliffIsAFindingWhoseResultsStayAPass) {
   ASSERT_EQ(busy.cases.size(), 1u);
   EXPECT_EQ(busy.cases[0].note, "no speed search: the machine was busy with other work while sizes were timed");
 
+  // Busy only while the jump is bisected (sizes that are not powers of two): the cliff stands,
+  // unbisected, and both the finding and the case say why it stopped short, never "the budget ran
+  // out" when it did not (a caller that repeats a busy run finds the word there).
+  options.timed = [&](const std::string& id, double limit) {
+    CaseResult r = timed(id, limit);
+    const std::int64_t n = row_length(id, 256);
+    r.host_busy = (n & (n - 1)) != 0;
+    return r;
+  };
+  const ExploreOutcome cut = explore_cases({{&cumsum, no_plugin()}}, {}, run, options, log);
+  ASSERT_EQ(cut.findings.size(), 1u) << log.str();
+  EXPECT_EQ(cut.findings[0].first_failing, 8192);
+  EXPECT_EQ(cut.findings[0].last_passing, 4096);
+  EXPECT_NE(cut.findings[0].summary.find(
+                "slower somewhere from x[1] = 8192: the target takes 8.0x the CPU's time there, 1.2x at 4096"),
+            std::string::npos)
+      << cut.findings[0].summary;
+  EXPECT_NE(cut.findings[0].summary.find(
+                "the exact size is not known: the machine was busy with other work while sizes were timed"),
+            std::string::npos)
+      << cut.findings[0].summary;
+  ASSERT_EQ(cut.cases.size(), 1u);
+  EXPECT_EQ(cut.cases[0].note, "speed search cut short: the machine was busy with other work while sizes were timed");
+
   // No timed runner (--min-time 0): no speed search, no finding.
   options.timed = {};
   EXPECT_TRUE(explore_cases({{&cumsum, no_plugin()}}, {}, run, options, log).findings.empty());
