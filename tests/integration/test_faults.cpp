@@ -106,9 +106,27 @@ TEST_F(FaultRun, PlantedCatalogOpIsAMismatchOfThePlantedSize) {
 }
 
 TEST_F(FaultRun, SlowTargetIsSlowerAndStillPasses) {
-  EXPECT_EQ(at("op/faults/slow")["status"], "pass");
-  EXPECT_EQ(at("op/faults/slow")["speed_class"], "slower");
-  EXPECT_LT(at("op/faults/slow")["speedup"].get<double>(), 0.5);
+  // A round the busy-machine rule refused claims nothing; the case is timed again alone, up to
+  // twice, as test_jobs does. After three busy runs, the last round must have measured it slower.
+  nlohmann::json slow = at("op/faults/slow");
+  for (int attempt = 2; attempt <= 3 && slow.value("host_busy", false); ++attempt) {
+    const std::string again = fresh_dir("faults-slow-again");
+    const CommandResult r = run_mpscheck({"--filter", "^op/faults/slow$", "--plugin-dir", test_plugins_dir(),
+                                          "--target", "cpu", "--quick", "--timeout", "10", "--min-time", "0.02"},
+                                         again);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    slow = cases_by_id(read_json_file(again + "/mpscheck-report/report.json")).at("op/faults/slow");
+    std::cerr << "attempt " << attempt << ": " << slow["speed_class"] << ", " << slow["speed_note"] << "\n";
+  }
+  EXPECT_EQ(slow["status"], "pass");
+  EXPECT_LT(slow["speedup"].get<double>(), 0.5);
+  if (slow.value("host_busy", false)) {
+    EXPECT_NE(slow["speed_note"].get<std::string>().find("x (slower), but the CPU reference"), std::string::npos)
+        << slow["speed_note"];
+    std::cerr << "three busy runs in a row; each measured the planted kernel slower\n";
+  } else {
+    EXPECT_EQ(slow["speed_class"], "slower") << slow["speed_note"];
+  }
   // A CPU reference that waits without computing (a busy machine) makes its target look 100x
   // faster in both rounds; no claim may rest on such times.
   const auto& stalled = at("op/faults/stalled_reference");
