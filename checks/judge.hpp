@@ -49,9 +49,8 @@ void judge_sides(const Workload& w, CaseHost& host, const Outputs& ref_out, cons
 // and the target's outputs. `rerun`: what a second fresh reference gave for the outputs it gave
 // differently; a target element between the two runs' values where they disagree matches, one
 // outside them is compared with the nearer end, every other element with the reference, and no
-// tolerance is widened. A note
-// that names the dtype quotes r.dtype, its name in the result (the host's identify sets it). May throw:
-// the host turns that into an `error` of the phase it was in.
+// tolerance is widened. A note that names the dtype quotes r.dtype, its name in the result (the
+// host's identify sets it). May throw: the host turns that into an `error` of the phase it was in.
 void judge_case(const Workload& w, CaseHost& host, const Outputs& ref_out, const Outputs& tgt_out, c10::Device device,
                 c10::ScalarType dtype, const Tolerance& tol, const ReferenceRerun& rerun, CaseResult& r);
 
