@@ -50,6 +50,7 @@ bool prepare(OutputReport& o, const at::Tensor& reference, const at::Tensor& tar
   if (!reference.defined() || !target.defined()) {
     o.ok = reference.defined() == target.defined();
     if (!o.ok) o.note = reference.defined() ? "missing on the target" : "missing on the reference";
+    if (!o.ok) o.differs = reference.defined() ? "missing" : "extra";
     return false;
   }
   o.shape.assign(reference.sizes().begin(), reference.sizes().end());
@@ -58,6 +59,7 @@ bool prepare(OutputReport& o, const at::Tensor& reference, const at::Tensor& tar
   o.numel = reference.numel();
   if (reference.sizes() != target.sizes()) {
     o.ok = false;
+    o.differs = "shape";
     o.note = fmt::format("shape differs: reference {} vs target {}", shape_string(reference.sizes()),
                          shape_string(target.sizes()));
     return false;
@@ -139,6 +141,7 @@ OutputReport compare_tensors(const std::string& name, const at::Tensor& referenc
     if (!dtype_ok) {
       o.ok = false;
       o.dtype_differs = true;
+      o.differs = "dtype";
       o.note = fmt::format("dtype differs: reference {} vs target {}{}", o.reference_dtype, o.target_dtype,
                            o.note.empty() ? "" : "; " + o.note);
     }

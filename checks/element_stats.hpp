@@ -18,7 +18,7 @@ namespace mpscheck::compare_detail {
 struct ElementStats {
   explicit ElementStats(const Tolerance& tol) : atol(tol.atol), rtol(tol.rtol) {}
   double atol, rtol;
-  std::int64_t nan_r = 0, nan_t = 0, inf_r = 0, inf_t = 0, bad = 0, first_bad = -1, worst = 0;
+  std::int64_t nan_r = 0, nan_t = 0, inf_r = 0, inf_t = 0, bad = 0, first_bad = -1, worst = 0, nonfinite_bad = 0;
   double max_abs = -1, max_rel = 0;
 
   void finite_element(double diff, double mag, std::int64_t at) {
@@ -30,6 +30,7 @@ struct ElementStats {
   void nonfinite_element(bool nan_rv, bool nan_tv, bool inf_rv, bool inf_tv, bool same, std::int64_t at) {
     nan_r += nan_rv, nan_t += nan_tv;
     inf_r += inf_rv, inf_t += inf_tv;
+    nonfinite_bad += !same;
     count(!same, 0, at);
   }
   void count(bool is_bad, double diff, std::int64_t at) {
@@ -84,6 +85,7 @@ struct ElementStats {
   void fill(OutputReport& o) const {
     o.nan_reference = nan_r, o.nan_target = nan_t, o.inf_reference = inf_r, o.inf_target = inf_t;
     o.mismatches = bad, o.first_mismatch = first_bad, o.max_abs = std::max(max_abs, 0.0), o.max_rel = max_rel;
+    o.nonfinite_mismatches = nonfinite_bad;
   }
 };
 

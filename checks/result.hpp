@@ -58,6 +58,14 @@ struct OutputReport {
   std::int64_t nan_reference = 0, inf_reference = 0, nan_target = 0, inf_target = 0;
   bool ok = true;
   std::string note;  // shape/dtype disagreements, statistics used, ...
+  // What made the two sides incomparable as values: "shape", "dtype", "missing" (on the target)
+  // or "extra" (the target gave an output the reference has not); empty when they compared. No
+  // figure measures such a difference, so an expectation's bounds never cover it.
+  std::string differs;
+  // Elements where one side is non-finite and the two do not hold the same value (NaN against
+  // +inf, -inf against +inf, a finite value against either): counted in `mismatches`, with no
+  // max_abs of their own.
+  std::int64_t nonfinite_mismatches = 0;
   Rule rule = Rule::Tolerance;
   // The target gave a dtype the reference's output may not come back in (a finding whatever the
   // values; the note says which). Set by the comparison for the judge; not part of report.json.
@@ -150,6 +158,9 @@ struct CaseResult {
   bool expected = false;
   bool unexpected_pass = false;
   std::string expectation;
+  // --resume: this result comes from the journal of an earlier run of the same command, whose
+  // identity and this case's source (plugin or model files) were unchanged.
+  bool resumed = false;
   Recommendation recommendation = Recommendation::None;
   std::string reason;  // the recommendation in words
   // The target run's memory; absent for a case that never reached the target (or an older report).

@@ -64,6 +64,8 @@ void to_json(nlohmann::json& j, const OutputReport& o) {
        {"inf_target", o.inf_target},
        {"ok", o.ok}};
   if (!o.note.empty()) j["note"] = text(o.note);
+  if (!o.differs.empty()) j["differs"] = o.differs;
+  if (o.nonfinite_mismatches > 0) j["nonfinite_mismatches"] = o.nonfinite_mismatches;
   if (o.rule != Rule::Tolerance) j["rule"] = to_string(o.rule);
   if (o.rmse_reference >= 0) {
     j["rmse_reference_vs_gold"] = figure(o.rmse_reference);
@@ -93,6 +95,8 @@ void from_json(const nlohmann::json& j, OutputReport& o) {
   o.inf_target = j.value("inf_target", std::int64_t{0});
   o.ok = j.value("ok", true);
   o.note = j.value("note", "");
+  o.differs = j.value("differs", "");
+  o.nonfinite_mismatches = j.value("nonfinite_mismatches", std::int64_t{0});
   o.rule = names::parse<Rule>(names::kRule, j.value("rule", ""), "rule");
   if (j.contains("rmse_reference_vs_gold") && !j.at("rmse_reference_vs_gold").is_null()) {
     o.rmse_reference = figure_from(j.at("rmse_reference_vs_gold"));
@@ -170,6 +174,7 @@ void to_json(nlohmann::json& j, const CaseResult& r) {
   j["target_time"] = r.target_time ? nlohmann::json(*r.target_time) : nlohmann::json();
   if (!r.signal.empty()) j["signal"] = r.signal;
   if (!r.phase.empty()) j["phase"] = text(r.phase);
+  if (r.resumed) j["resumed"] = true;
   // A listed finding past its line's bound is neither expected nor an unexpected pass: the
   // expectation text says which figure went past which bound.
   if (r.expected || r.unexpected_pass || !r.expectation.empty()) {
@@ -225,6 +230,7 @@ void from_json(const nlohmann::json& j, CaseResult& r) {
   r.first_diverging_layer = j.value("first_diverging_layer", "");
   r.first_diverging_layer_call = std::max(1, j.value("first_diverging_layer_call", 1));
   r.expected = j.value("expected", false);
+  r.resumed = j.value("resumed", false);
   r.unexpected_pass = j.value("unexpected_pass", false);
   r.expectation = j.value("expectation", "");
   if (j.contains("layer") && !j.at("layer").is_null()) r.layer = j.at("layer").get<OutputReport>();
@@ -238,9 +244,10 @@ namespace {
 // largest magnitude their type holds.
 double integer_limit(const std::string& key) {
   if (key == "runs" || key == "first_diverging_layer_call") return static_cast<double>(std::numeric_limits<int>::max());
-  for (const char* k : {"numel", "mismatches", "first_mismatch", "nan_reference", "inf_reference", "nan_target",
-                        "inf_target", "shape", "schema_version", "mpscheck_journal", "cases", "seed",
-                        "peak_allocated_bytes", "driver_peak_bytes", "process_peak_bytes", "recommended_max_bytes"})
+  for (const char* k :
+       {"numel", "mismatches", "first_mismatch", "nan_reference", "inf_reference", "nan_target", "inf_target",
+        "nonfinite_mismatches", "shape", "schema_version", "mpscheck_journal", "cases", "seed", "peak_allocated_bytes",
+        "driver_peak_bytes", "process_peak_bytes", "recommended_max_bytes"})
     if (key == k) return 9.2e18;  // just under 2^63
   return 0;
 }

@@ -112,6 +112,8 @@ int run_cases(int argc, char** argv, const Config& cfg) {
   if (cfg.command == Command::Repro) return print_reproducer(cfg, registry);
   if (cfg.command == Command::Explore) return explore_command(cfg, registry);
   const std::vector<RegisteredWorkload> selected = select_cases(cfg, registry);
+  // The input files are read before anything is listed or run: a broken one is said either way.
+  const RunInputs inputs = read_run_inputs(cfg);
   if (cfg.command == Command::List) {
     for (const auto& w : selected) std::cout << w.workload->id() << "  [" << join(w.workload->tags(), ",") << "]\n";
     std::cerr << selected.size() << " cases\n";
@@ -126,11 +128,10 @@ int run_cases(int argc, char** argv, const Config& cfg) {
     return kExitUsage;
   }
   check_user_model(cfg, target);
-  const RunInputs inputs = read_run_inputs(cfg);
-  OpenedJournal journal = open_journal(cfg, target.spec);
   size_t twins = 0;
   const std::vector<PlannedCase> plan = plan_cases(cfg, selected, target.spec, &twins);
   const RunLoopOptions loop = run_loop_options(cfg, target.spec);
+  OpenedJournal journal = open_journal(cfg, target.spec, plan, loop.jobs);
 
   if (cfg.threads > 0) at::set_num_threads(cfg.threads);
   RunReport report;

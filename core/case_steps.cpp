@@ -1,5 +1,7 @@
 #include "core/case_steps.hpp"
 
+#include <ATen/Parallel.h>
+
 namespace mpscheck {
 
 namespace {
@@ -15,6 +17,10 @@ void begin_phases(const ExecuteOptions* options) {
 void enter_phase(const char* phase) {
   if (t_phase == phase) return;
   t_phase = phase;
+  if (t_options && t_options->verdict_threads > 0 && t_options->timing_threads > 0) {
+    const int want = t_phase == "timing" ? t_options->timing_threads : t_options->verdict_threads;
+    if (at::get_num_threads() != want) at::set_num_threads(want);
+  }
   if (t_options && t_options->on_phase) t_options->on_phase(t_phase);
 }
 

@@ -4,6 +4,7 @@
 #include "core/workflow.hpp"
 #include "reports/reporter.hpp"
 
+#include <cerrno>
 #include <cstdlib>
 #include <filesystem>
 
@@ -45,7 +46,7 @@ po::options_description visible_options() {
        "mps | cuda | cpu, optionally :float16 or :bfloat16 (auto: first accelerator, else cpu:bfloat16)")
       ("quick", "small shapes and few training steps, for CI and tests")
       ("huge", "also the cases tagged huge (past 2^31 elements; each skipped where it does not fit in memory)")
-      ("seed", po::value<std::uint64_t>()->default_value(0), "seed for inputs and initial weights")
+      ("seed", po::value<std::string>()->default_value("0"), "seed for inputs and initial weights (0 to 2^64-1)")
       ("threads", po::value<int>()->default_value(0), "CPU intra-op threads (0: LibTorch's default)")
       ("jobs,j", po::value<int>()->default_value(0),
        "workers for the cases that are not timed (0: the number of cores on cpu targets, 1 on accelerators); "
@@ -160,6 +161,18 @@ void read_command(const po::variables_map& vm, Config& c) {
   if (vm.count("worker")) c.command = Command::Worker;
 }
 
+// --seed: a whole number from 0 to 2^64-1, in decimal. Boost reads "-5" into an unsigned as
+// 2^64-5, which would run, and record, another seed than the one typed.
+std::uint64_t read_seed(const std::string& text) {
+  const bool digits = !text.empty() && text.size() <= 20 && text.find_first_not_of("0123456789") == std::string::npos;
+  errno = 0;
+  char* end = nullptr;
+  const unsigned long long v = digits ? std::strtoull(text.c_str(), &end, 10) : 0;
+  if (!digits || errno == ERANGE || *end != '\0')
+    throw UsageError(fmt::format("--seed '{}' is not a whole number from 0 to 18446744073709551615", text));
+  return static_cast<std::uint64_t>(v);
+}
+
 // Which cases, on which target, how long and where the reports go.
 void read_run_options(const po::variables_map& vm, Config& c) {
   c.all = vm.count("all") > 0;
@@ -182,7 +195,7 @@ void read_run_options(const po::variables_map& vm, Config& c) {
   c.quick = vm.count("quick") > 0;
   c.selection.skip_large = c.quick;
   c.selection.huge = vm.count("huge") > 0;
-  c.seed = vm["seed"].as<std::uint64_t>();
+  c.seed = read_seed(vm["seed"].as<std::string>());
   c.threads = vm["threads"].as<int>();
   if (c.threads < 0) throw UsageError("--threads must be 0 (LibTorch's default) or a positive count");
   c.jobs = vm["jobs"].as<int>();

@@ -22,6 +22,7 @@
 
 #include <ATen/Parallel.h>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <iostream>
@@ -141,6 +142,13 @@ int merge_command(const Config& cfg) {
     const auto counts = count_by_status(merged.cases);
     std::cout << fmt::format("merged {} reports: {} cases into {}\n", cfg.arguments.size(), merged.cases.size(),
                              cfg.output_path);
+    if (!merged.run.value("complete", false)) {
+      // A merge that lacks a shard is never green, whatever the cases it has say.
+      const auto why = merged.run.at("incomplete").get<std::vector<std::string>>();
+      std::cerr << fmt::format("mpscheck: merge: the run is incomplete: {}; {} marks it \"complete\": false\n",
+                               fmt::join(why, "; "), cfg.output_path);
+      return kExitCannotRun;
+    }
     return has_unexpected(merged.cases) ? kExitFindings : kExitOk;  // the same rule as a run's
   } catch (const ReportError& e) {
     std::cerr << "mpscheck: " << e.what() << '\n';

@@ -82,16 +82,14 @@ std::optional<CacheKey> cache_key(const RegisteredWorkload& rw, const ExecuteOpt
   CacheKey k;
   k.torch = torch;
   k.cpu = cpu;
-  k.threads = at::get_num_threads();
+  k.threads = options.verdict_threads > 0 ? options.verdict_threads : at::get_num_threads();
+  k.timing_threads = options.timing_threads > 0 ? options.timing_threads : at::get_num_threads();
   k.seed = options.setup.seed;
   k.quick = options.setup.quick;
   if (rw.plugin) k.plugin = rw.plugin->name, k.plugin_version = rw.plugin->version;
   // The model file's digest, inputs and mode; else the plugin file's digest (a plugin rebuilt
   // without a new version string computes other references). Built-in cases have no file.
-  k.source = torchscript_identity(*rw.workload);
-  std::error_code ec;
-  if (k.source.empty() && rw.plugin && std::filesystem::is_regular_file(rw.plugin->path, ec))
-    k.source = file_digest(rw.plugin->path);
+  k.source = case_source(rw);
   k.case_id = rw.workload->id();
   return k;
 }

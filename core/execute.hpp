@@ -22,6 +22,9 @@ struct ExecuteOptions {
   // "localisation", "timing"), before any of its work: the worker tells the host, so a crash or
   // a timeout is charged to the phase it happened in (only "target" is the target's).
   std::function<void(const std::string&)> on_phase;
+  // Intra-op threads for the verdict's phases and for "timing" (core/run_loop.hpp
+  // canonical_verdict_threads); 0: whatever the worker runs on.
+  int verdict_threads = 0, timing_threads = 0;
 };
 
 // Never throws: whatever goes wrong after the target ran (comparison, gold, localisation) is the

@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <fstream>
 #include <sstream>
+#include <utility>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -33,6 +34,8 @@ JournalContents parse_journal(const std::string& text, const std::string& path) 
       if (j.is_discarded() || !j.is_object() || !bad_result_integer_field(j).empty())
         throw std::invalid_argument("not a result");
       c.results.push_back(j.get<CaseResult>());
+      const auto source = j.find("source");
+      c.sources[c.results.back().id] = source != j.end() && source->is_string() ? source->get<std::string>() : "";
     } catch (const std::exception&) {
       ++c.damaged_lines;
     }
@@ -49,7 +52,9 @@ JournalContents read_journal(const std::string& path) {
   return parse_journal(s.str(), path);
 }
 
-Journal::Journal(const std::string& path, const nlohmann::json& header, bool resume) : path_(path) {
+Journal::Journal(const std::string& path, const nlohmann::json& header, bool resume,
+                 std::map<std::string, std::string> sources)
+    : path_(path), sources_(std::move(sources)) {
   // Close-on-exec: a worker must never hold the journal open.
   fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | (resume ? 0 : O_TRUNC), 0644);
   if (fd_ < 0)
@@ -88,7 +93,9 @@ void Journal::write_line(const std::string& text) {
 }
 
 void Journal::append(const CaseResult& result) {
-  write_line(nlohmann::json(result).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+  nlohmann::json line(result);
+  if (const auto source = sources_.find(result.id); source != sources_.end()) line["source"] = source->second;
+  write_line(line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
   ++appended_;
   const auto now = std::chrono::steady_clock::now();
   if (now - last_sync_ >= kSyncInterval) {

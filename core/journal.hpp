@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include <chrono>
+#include <map>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -19,10 +20,15 @@ struct JournalError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// The journal's format: 2 records the run's identity in the header (the LibTorch build, threads,
+// --jobs) and each case's source (core/torchscript_workload.hpp case_source) in its line.
+inline constexpr int kJournalFormat = 2;
+
 struct JournalContents {
   nlohmann::json header;
   std::vector<CaseResult> results;
-  int damaged_lines = 0;  // e.g. a half-written last line of a killed run
+  std::map<std::string, std::string> sources;  // case id -> the source its latest line records
+  int damaged_lines = 0;                       // e.g. a half-written last line of a killed run
 };
 
 // Reads a journal; throws JournalError when the file is missing or has no header.
@@ -35,7 +41,9 @@ JournalContents parse_journal(const std::string& text, const std::string& path);
 class Journal final : public RunListener {
  public:
   // Starts a new journal (truncating) or, with resume, appends to an existing one. Throws JournalError.
-  Journal(const std::string& path, const nlohmann::json& header, bool resume);
+  // `sources`: each case's source, written beside its result.
+  Journal(const std::string& path, const nlohmann::json& header, bool resume,
+          std::map<std::string, std::string> sources = {});
   ~Journal();
   Journal(const Journal&) = delete;
   Journal& operator=(const Journal&) = delete;
@@ -56,6 +64,7 @@ class Journal final : public RunListener {
   void write_line(const std::string& line);
   int fd_ = -1;
   std::string path_;
+  std::map<std::string, std::string> sources_;
   int appended_ = 0;
   std::chrono::steady_clock::time_point last_sync_;
 };

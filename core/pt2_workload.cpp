@@ -2,6 +2,7 @@
 
 #include "checks/errors.hpp"
 #include "core/reference_cache.hpp"
+#include "util/atomic_file.hpp"
 
 #include <mpscheck/dtype_names.hpp>
 
@@ -62,8 +63,8 @@ std::string what_of(const std::exception& e) {
 // file that is missing, is not a zip archive, is not a .pt2 package, or was written in another
 // version of the archive format than this LibTorch reads.
 PackageContents read_package(const std::string& path) {
-  std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec)) throw BadModelInput(fmt::format("--model {}: no such file", path));
+  if (const std::string why = not_a_file_reason(path); !why.empty())
+    throw BadModelInput(fmt::format("--model {}: {}", path, why));
   PackageContents p;
   std::vector<std::string> records;
   try {

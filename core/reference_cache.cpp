@@ -182,8 +182,10 @@ CachedReference decode(const std::string& payload) {
 }  // namespace
 
 std::string CacheKey::text() const {
-  return fmt::format("format 3\ntorch {}\ncpu {}\nthreads {}\nseed {}\nquick {}\nplugin {} {}\nsource {}\ncase {}\n",
-                     torch, cpu, threads, seed, quick ? 1 : 0, plugin, plugin_version, source, case_id);
+  return fmt::format(
+      "format 3\ntorch {}\ncpu {}\nthreads {}\ntiming threads {}\nseed {}\nquick {}\nplugin {} {}\nsource {}\ncase "
+      "{}\n",
+      torch, cpu, threads, timing_threads, seed, quick ? 1 : 0, plugin, plugin_version, source, case_id);
 }
 
 std::string file_digest(const std::string& path) {

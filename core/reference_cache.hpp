@@ -22,9 +22,10 @@
 namespace mpscheck {
 
 struct CacheKey {
-  std::string torch;  // TORCH_VERSION and a digest of at::show_config()
-  std::string cpu;    // model name
-  int threads = 0;    // intra-op threads the reference ran with
+  std::string torch;       // TORCH_VERSION and a digest of at::show_config()
+  std::string cpu;         // model name
+  int threads = 0;         // intra-op threads the reference's outputs were computed with
+  int timing_threads = 0;  // and its times measured with
   std::uint64_t seed = 0;
   bool quick = false;
   std::string plugin, plugin_version;

@@ -23,6 +23,10 @@ int verdict_threads_for(int jobs, int threads) {
   return static_cast<int>(std::max(1u, std::thread::hardware_concurrency() / static_cast<unsigned>(jobs)));
 }
 
+int canonical_verdict_threads(const TargetSpec& target, int threads) {
+  return verdict_threads_for(default_jobs(target), threads);
+}
+
 namespace {
 
 // What every worker thread shares: the listeners, the results and the first reason to stop. One

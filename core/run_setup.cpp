@@ -3,12 +3,16 @@
 #include <mpscheck/dtype_names.hpp>
 
 #include "core/pt2_workload.hpp"
+#include "core/reference_cache.hpp"
 #include "core/run_plan.hpp"
 #include "core/torchscript_workload.hpp"
 #include "core/worker.hpp"
 #include "core/report_outputs.hpp"
 
+#include <ATen/Parallel.h>
 #include <fmt/format.h>
+
+#include <algorithm>
 
 #include <csignal>
 #include <cstdlib>
@@ -135,25 +139,76 @@ RunInputs read_run_inputs(const Config& cfg) {
   return in;
 }
 
-OpenedJournal open_journal(const Config& cfg, const TargetSpec& target) {
-  const nlohmann::json header{
-      {"mpscheck_journal", 1}, {"target", target.str()}, {"seed", cfg.seed}, {"quick", cfg.quick}};
+namespace {
+
+// A resumed journal's results whose case now computes from other files (a plugin rebuilt, a model
+// file replaced, other --input specs or --model-for files) are dropped, so exactly those cases run
+// again; the rest are marked resumed. Says on stderr which were dropped and why.
+void keep_unchanged(JournalContents& previous, const std::map<std::string, std::string>& sources, OpenedJournal& j) {
+  // A case listed twice (run again after an earlier change) counts by its latest line, whose
+  // source previous.sources holds.
+  for (auto& r : previous.results) {
+    r.resumed = true;
+    j.done[r.id] = std::move(r);
+  }
+  std::vector<std::string> changed;
+  for (auto it = j.done.begin(); it != j.done.end();) {
+    const auto now = sources.find(it->first);
+    if (now != sources.end() && previous.sources[it->first] != now->second) {
+      changed.push_back(it->first);
+      it = j.done.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  if (changed.empty()) return;
+  j.rerun = changed.size();
+  std::cerr << fmt::format(
+      "mpscheck: resume: {} case{} run again: what {} computed from changed since the journal (a plugin file, or "
+      "a --model file, its --input specs or --model-for files): {}{}\n",
+      changed.size(), changed.size() == 1 ? "" : "s", changed.size() == 1 ? "it" : "they", changed.front(),
+      changed.size() > 1 ? fmt::format(" and {} more", changed.size() - 1) : std::string());
+}
+
+}  // namespace
+
+OpenedJournal open_journal(const Config& cfg, const TargetSpec& target, const std::vector<PlannedCase>& plan,
+                           int jobs) {
+  static const std::string torch = current_torch_identity();
+  // What every case of the run depends on: a change to any of these makes no old result reusable.
+  const nlohmann::json header{{"mpscheck_journal", kJournalFormat},
+                              {"target", target.str()},
+                              {"seed", cfg.seed},
+                              {"quick", cfg.quick},
+                              {"torch", torch},
+                              {"threads", cfg.threads > 0 ? cfg.threads : at::get_num_threads()},
+                              {"jobs", jobs}};
+  std::map<std::string, std::string> sources;
+  for (const auto& p : plan) sources[p.workload.workload->id()] = case_source(p.workload);
   OpenedJournal j;
   try {
     if (cfg.resume) {
       auto previous = read_journal(cfg.journal_path());
-      for (const char* key : {"target", "seed", "quick"}) {
+      if (previous.header.value("mpscheck_journal", 0) != kJournalFormat)
+        throw JournalError(fmt::format(
+            "the journal {} was written by another mpscheck (journal format {}, this one writes {}), which records "
+            "other facts about its run; start afresh without --resume",
+            cfg.journal_path(), previous.header.value("mpscheck_journal", nlohmann::json()).dump(), kJournalFormat));
+      for (const char* key : {"target", "seed", "quick", "torch", "threads", "jobs"}) {
         if (previous.header.value(key, nlohmann::json()) != header[key])
           throw JournalError(
               fmt::format("the journal {} was written with {} {}, this run has {}; resume with the same "
                           "options or start afresh without --resume",
                           cfg.journal_path(), key, previous.header[key].dump(), header[key].dump()));
       }
-      for (auto& r : previous.results) j.done[r.id] = std::move(r);
+      keep_unchanged(previous, sources, j);
       j.damaged_lines = previous.damaged_lines;
     }
-    j.journal = std::make_unique<Journal>(cfg.journal_path(), header, cfg.resume);
+    j.journal = std::make_unique<Journal>(cfg.journal_path(), header, cfg.resume, std::move(sources));
   } catch (const JournalError& e) {
+    std::cerr << "mpscheck: " << e.what() << '\n';
+    throw Exit{kExitUsage};
+  } catch (const std::runtime_error& e) {  // a plugin or model file that cannot be read for its digest
     std::cerr << "mpscheck: " << e.what() << '\n';
     throw Exit{kExitUsage};
   }
@@ -225,7 +280,8 @@ RunLoopOptions run_loop_options(const Config& cfg, const TargetSpec& target) {
   if (!cfg.reference_cache.empty()) o.worker.reference_cache = std::filesystem::absolute(cfg.reference_cache).string();
   o.worker.reuse_reference_times = cfg.reuse_reference_times;
   o.jobs = cfg.jobs > 0 ? cfg.jobs : default_jobs(target);
-  o.verdict_threads = verdict_threads_for(o.jobs, cfg.threads);
+  o.verdict_threads = canonical_verdict_threads(target, cfg.threads);
+  o.worker.verdict_threads = o.verdict_threads;  // the timed worker judges on them too
   // A fresh worker after a target error on accelerators (see RunnerOptions); the variable lets the
   // tests apply the rule to cpu.
   const char* as_accelerator = std::getenv("MPSCHECK_TEST_FRESH_WORKER_AFTER_ERROR");

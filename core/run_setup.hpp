@@ -62,10 +62,14 @@ RunInputs read_run_inputs(const Config& cfg);
 // The journal, and with --resume what it already holds (same target, seed and quick, or refused).
 struct OpenedJournal {
   std::unique_ptr<Journal> journal;
-  std::map<std::string, CaseResult> done;
+  std::map<std::string, CaseResult> done;  // each marked resumed
   int damaged_lines = 0;
+  size_t rerun = 0;  // journal results dropped because their case's source changed
 };
-OpenedJournal open_journal(const Config& cfg, const TargetSpec& target);
+// The journal of the run: with --resume, the earlier run's results, refused (exit 2, one line
+// naming what changed) when the run's identity differs (target, seed, --quick, LibTorch build,
+// threads, `jobs`), and without the results of cases whose source changed (they run again).
+OpenedJournal open_journal(const Config& cfg, const TargetSpec& target, const std::vector<PlannedCase>& plan, int jobs);
 
 // What each case id computes in on a target with a dtype policy, for the run header and report.json.
 std::string dtype_policy_text(const TargetSpec& target, size_t twins);

@@ -3,6 +3,7 @@
 #include "checks/compare.hpp"
 #include "checks/errors.hpp"
 #include "core/reference_cache.hpp"
+#include "util/atomic_file.hpp"
 
 #include <mpscheck/dtype_names.hpp>
 
@@ -342,12 +343,20 @@ std::string torchscript_identity(const Workload& w) {
   return user ? user->identity() : std::string();
 }
 
+std::string case_source(const RegisteredWorkload& rw) {
+  std::string source = torchscript_identity(*rw.workload);
+  std::error_code ec;
+  if (source.empty() && rw.plugin && std::filesystem::is_regular_file(rw.plugin->path, ec))
+    source = file_digest(rw.plugin->path);
+  return source;
+}
+
 namespace {
 
 torch::jit::Module load_or_refuse(const std::string& flag, const std::string& path,
                                   torch::jit::ExtraFilesMap* extra = nullptr) {
-  std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec)) throw BadModelInput(fmt::format("{} {}: no such file", flag, path));
+  if (const std::string why = not_a_file_reason(path); !why.empty())
+    throw BadModelInput(fmt::format("{} {}: {}", flag, path, why));
   try {
     const c10::Device cpu(c10::kCPU);
     return extra ? torch::jit::load(path, cpu, *extra) : torch::jit::load(path, cpu);
@@ -436,9 +445,8 @@ std::string what_of(const std::exception& e) {
 
 void validate_torchscript(const TorchScriptOptions& options) {
   if (options.inputs.empty()) {
-    std::error_code ec;
-    if (!std::filesystem::is_regular_file(options.path, ec))
-      throw BadModelInput(fmt::format("--model {}: no such file", options.path));
+    if (const std::string why = not_a_file_reason(options.path); !why.empty())
+      throw BadModelInput(fmt::format("--model {}: {}", options.path, why));
     throw BadModelInput(fmt::format(
         "--model {}: give the model's inputs with --input, e.g. --input float32[1,3,224,224]", options.path));
   }

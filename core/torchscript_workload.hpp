@@ -4,6 +4,7 @@
 #pragma once
 
 #include "core/input_spec.hpp"
+#include "core/registry.hpp"
 
 #include <mpscheck/workload.hpp>
 
@@ -58,6 +59,11 @@ struct UncomparableOutput : std::runtime_error {
 // What a user's model case's reference is computed from, for the reference cache key: the files'
 // content digests, the input specs and the mode. Empty for any other workload.
 std::string torchscript_identity(const Workload& w);
+
+// What any case is computed from beyond its id: torchscript_identity for a user's model, else the
+// digest of the plugin file it came from; empty for a case with neither (built in). The reference
+// cache keys on it, and the journal records it so --resume knows a changed file.
+std::string case_source(const RegisteredWorkload& rw);
 
 // Loads the files and checks the inputs against the model before anything runs; throws
 // BadModelInput with one line when a file is missing or is not TorchScript, a --model-for file

@@ -104,6 +104,8 @@ void set_up_worker(const std::string& config_line, WorkerSetup& w) {
   w.options.setup.seed = w.config.seed;
   w.options.setup.quick = w.config.quick;
   if (w.config.threads > 0) at::set_num_threads(w.config.threads);
+  w.options.timing_threads = at::get_num_threads();
+  w.options.verdict_threads = w.config.verdict_threads;
   if (!w.config.reference_cache.empty()) {
     w.cache = std::make_unique<ReferenceCache>(w.config.reference_cache);
     w.options.cache = w.cache.get();

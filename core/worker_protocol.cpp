@@ -54,6 +54,7 @@ void to_json(nlohmann::json& j, const WorkerConfig& c) {
        {"quick", c.quick},
        {"min_time", c.min_time},
        {"threads", c.threads},
+       {"verdict_threads", c.verdict_threads},
        {"default_plugins", c.default_plugins},
        {"plugin_dirs", c.plugin_dirs},
        {"model", c.model},
@@ -71,6 +72,7 @@ void from_json(const nlohmann::json& j, WorkerConfig& c) {
   c.quick = j.at("quick").get<bool>();
   c.min_time = j.at("min_time").get<double>();
   c.threads = j.value("threads", 0);
+  c.verdict_threads = j.value("verdict_threads", 0);
   c.default_plugins = j.value("default_plugins", true);
   c.plugin_dirs = j.value("plugin_dirs", std::vector<std::string>{});
   c.model = j.value("model", "");

@@ -1,9 +1,11 @@
 #include "core/workflow.hpp"
 
 #include "core/user_regex.hpp"
+#include "util/atomic_file.hpp"
 #include "reports/writers.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
@@ -68,7 +70,7 @@ struct ExpectationLine {
         fmt::format("{}:{}: {} (line: '{}'); the format is PATTERN STATUS[|STATUS] "
                     "[target=T] [torch>=X] [torch<X] [os=TEXT] [os>=X] [os<X] [chip=TEXT] "
                     "[gpu=TEXT] [tier=NAME] [cause=CAUSE] [max_abs<=X] [max_rel<=X] "
-                    "[count<=N] [# reason]",
+                    "[count<=N] [outputs=NAME,...] [# reason]",
                     file_name, n, what, raw));
   }
   // A bound's number: finite and not negative (a whole number for a count).
@@ -142,6 +144,8 @@ struct ExpectationLine {
       e.max_rel = bound(w, 9);
     else if (w.rfind("count<=", 0) == 0)
       e.count = static_cast<std::int64_t>(bound(w, 7, true));
+    else if (w.rfind("outputs=", 0) == 0)
+      e.outputs = split(value(w, 8), ','), e.has_outputs = true;
     else
       throw fail(fmt::format("unknown condition '{}'", w));
   }
@@ -200,6 +204,8 @@ std::vector<Expectation> parse_expectations(const std::string& text, const std::
 }
 
 std::vector<Expectation> load_expectations(const std::string& path) {
+  if (const std::string why = not_a_file_reason(path); !why.empty())
+    throw ExpectationError(fmt::format("cannot read the expectations file {}: {}", path, why));
   std::ifstream in(path);
   if (!in) throw ExpectationError(fmt::format("cannot read the expectations file {}", path));
   std::stringstream s;
@@ -210,6 +216,28 @@ std::vector<Expectation> load_expectations(const std::string& path) {
 namespace {
 // The first figure of `c` beyond a bound of `e`, said as "max_abs 3.2 > 0.01"; empty when none is.
 std::string exceeded_bound(const Expectation& e, const CaseResult& c) {
+  const bool figure_bound = e.max_abs >= 0 || e.max_rel >= 0 || e.count >= 0;
+  if (figure_bound) {
+    for (const auto& o : c.outputs) {
+      if (!o.differs.empty())
+        return fmt::format("{}: {} (no bound covers an output the two sides cannot compare)", o.name, o.note);
+      if (!o.ok && o.nonfinite_mismatches > 0)
+        return fmt::format("{}: {} non-finite element(s) differ (no bound covers them)", o.name,
+                           o.nonfinite_mismatches);
+    }
+  }
+  if (e.has_outputs) {
+    std::vector<std::string> failing;
+    for (const auto& o : c.outputs)
+      if (!o.ok) failing.push_back(o.name);
+    std::vector<std::string> expected = e.outputs;
+    std::sort(failing.begin(), failing.end());
+    std::sort(expected.begin(), expected.end());
+    if (failing != expected)
+      return fmt::format("failing outputs {} are not the expected {}",
+                         failing.empty() ? "(none)" : fmt::format("{}", fmt::join(failing, ",")),
+                         fmt::format("{}", fmt::join(expected, ",")));
+  }
   std::int64_t count = 0;
   for (const auto& o : c.outputs) count += o.mismatches;
   const double max_abs = max_abs_error(c), max_rel = max_rel_error(c);
@@ -437,11 +465,20 @@ std::string expectations_from_report(const RunReport& report, const std::string&
     if (const std::string cause = cause_of(*c); !cause.empty()) line += "  cause=" + cause;
     if (c->status == Status::Mismatch || c->status == Status::Nan) {
       std::int64_t count = 0;
-      for (const auto& o : c->outputs) count += o.mismatches;
+      std::vector<std::string> failing;
+      bool beyond_figures = false;  // a difference no figure measures exceeds every bound
+      for (const auto& o : c->outputs) {
+        count += o.mismatches;
+        if (!o.ok) failing.push_back(o.name);
+        beyond_figures = beyond_figures || (!o.ok && (!o.differs.empty() || o.nonfinite_mismatches > 0));
+      }
       const double max_abs = max_abs_error(*c), max_rel = max_rel_error(*c);
-      if (std::isfinite(max_abs) && max_abs > 0) line += "  max_abs<=" + bound_above(max_abs);
-      if (std::isfinite(max_rel) && max_rel > 0) line += " max_rel<=" + bound_above(max_rel);
-      if (count > 0) line += fmt::format(" count<={}", count + (count + 3) / 4);
+      if (!beyond_figures) {
+        if (std::isfinite(max_abs) && max_abs > 0) line += "  max_abs<=" + bound_above(max_abs);
+        if (std::isfinite(max_rel) && max_rel > 0) line += " max_rel<=" + bound_above(max_rel);
+        if (count > 0) line += fmt::format(" count<={}", count + (count + 3) / 4);
+      }
+      if (!failing.empty()) line += fmt::format(" outputs={}", fmt::join(failing, ","));
     }
     out += line + "  # " + finding_reason(*c) + "\n";
   }

@@ -14,7 +14,8 @@ namespace mpscheck {
 // ---- expectations ------------------------------------------------------------------------
 // A line-based, human-edited file; one known failure per line:
 //   PATTERN  STATUS[|STATUS...]  [target=DEVICE[:DTYPE]] [torch>=X.Y] [torch<X.Y] [os=TEXT] [os>=X.Y] [os<X.Y]
-//            [chip=TEXT] [gpu=TEXT] [tier=NAME] [cause=CAUSE] [max_abs<=X] [max_rel<=X] [count<=N]  [# reason]
+//            [chip=TEXT] [gpu=TEXT] [tier=NAME] [cause=CAUSE] [max_abs<=X] [max_rel<=X] [count<=N]
+//            [outputs=NAME,NAME...]  [# reason]
 // PATTERN is a regex matched against the whole case id; STATUS is a finding status or '*' for any
 // finding. Blank lines and lines starting with '#' are ignored. Keyed like PyTorch's own MPS
 // xfail lists: by OS version range, chip or GPU family, tier and cause.
@@ -30,8 +31,14 @@ struct Expectation {
   std::string cause;             // unimplemented, accuracy, crash or performance (cause_of)
   // Figure bounds (`max_abs<=1e-2`, `max_rel<=0.5`, `count<=32`): a matching finding whose figures
   // exceed one is unexpected, so a known failure that gets worse fails the run. Negative: no bound.
+  // An output that differs in shape or dtype, is missing or extra, or has a non-finite element the
+  // other side does not share, has no such figure: it exceeds every one of these three bounds.
   double max_abs = -1, max_rel = -1;
   std::int64_t count = -1;
+  // `outputs=out,grad/x`: the outputs that fail, exactly; a case that fails in another set is
+  // unexpected. Empty with has_outputs false: not checked.
+  std::vector<std::string> outputs;
+  bool has_outputs = false;
   std::string reason;
 };
 
@@ -69,10 +76,12 @@ bool has_unexpected(const std::vector<CaseResult>& cases);
 int compare_versions(const std::string& a, const std::string& b);
 
 // ---- baselines ---------------------------------------------------------------------------
+// A finding that became a skip is `no_longer_judged`, never fixed: nothing showed it right.
 struct Comparison {
-  std::vector<std::string> newly_failing, newly_fixed, still_failing, speed_regressions, speed_improvements;
+  std::vector<std::string> newly_failing, newly_fixed, no_longer_judged, still_failing, speed_regressions,
+      speed_improvements;
   std::vector<std::string> added, removed;
-  bool regressed() const { return !newly_failing.empty() || !speed_regressions.empty(); }
+  bool regressed() const { return !newly_failing.empty() || !no_longer_judged.empty() || !speed_regressions.empty(); }
 };
 
 // Speed regressions: both runs passed and timed the case, the target got slower by more than

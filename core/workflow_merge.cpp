@@ -3,9 +3,11 @@
 // are in core/workflow.cpp.
 #include "core/workflow.hpp"
 
+#include "reports/reporter.hpp"
 #include "reports/writers.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
@@ -13,6 +15,7 @@
 #include <map>
 #include <set>
 #include <sstream>
+#include <utility>
 
 namespace mpscheck {
 
@@ -39,6 +42,8 @@ Comparison compare_reports(const RunReport& before, const RunReport& after, doub
     const bool was_bad = is_finding(o.status), is_bad = is_finding(r.status);
     if (!was_bad && is_bad)
       c.newly_failing.push_back(fmt::format("{} ({} -> {})", r.id, to_string(o.status), to_string(r.status)));
+    else if (was_bad && r.status == Status::Skip)
+      c.no_longer_judged.push_back(fmt::format("{} ({} -> skip: {})", r.id, to_string(o.status), r.message));
     else if (was_bad && !is_bad)
       c.newly_fixed.push_back(fmt::format("{} ({} -> {})", r.id, to_string(o.status), to_string(r.status)));
     else if (was_bad && is_bad)
@@ -67,6 +72,7 @@ std::string format_comparison(const Comparison& c, const std::string& before_nam
   };
   section("Newly failing", c.newly_failing);
   section("Newly fixed", c.newly_fixed);
+  section("No longer judged (a finding is now a skip: not a fix)", c.no_longer_judged);
   section("Speed regressions", c.speed_regressions);
   section("Speed improvements", c.speed_improvements);
   out += fmt::format("Still failing: {}; added cases: {}; removed cases: {}\n", c.still_failing.size(), c.added.size(),
@@ -89,31 +95,112 @@ Shard parse_shard(const std::string& text) {
   return s;
 }
 
+namespace {
+
+// The options of a run's command that say where it writes or how it was split, not what it runs:
+// two shards of one run differ in these and in nothing else.
+bool is_placement_flag(const std::string& flag) {
+  static const std::set<std::string> fixed{"--shard", "--report-dir", "--json", "--resume"};
+  if (fixed.count(flag)) return true;
+  for (const Reporter* r : reporters())
+    if (flag == std::string("--") + r->flag()) return true;
+  return false;
+}
+
+// A run's command without its program name and its placement options: what it selected and how.
+std::string command_meaning(const RunReport& r) {
+  std::istringstream words(r.run.value("command", ""));
+  std::vector<std::string> kept;
+  std::string w;
+  bool first = true, skip_value = false;
+  while (words >> w) {
+    if (std::exchange(first, false)) continue;  // the program's own path
+    if (std::exchange(skip_value, false) && w.rfind("--", 0) != 0) continue;
+    const std::string flag = w.substr(0, w.find('='));
+    if (!is_placement_flag(flag)) {
+      kept.push_back(w);
+    } else if (w.find('=') == std::string::npos && flag != "--resume") {
+      skip_value = true;
+    }
+  }
+  return fmt::format("{}", fmt::join(kept, " "));
+}
+
+// What a set of reports lacks to be one whole run: shards missing, twice or incomplete, or a
+// report that is not a shard of the same run as the first. Empty when complete.
+std::vector<std::string> missing_parts(const std::vector<RunReport>& reports, const std::vector<std::string>& paths) {
+  std::vector<std::string> missing;
+  int total = 0;
+  std::map<int, std::string> seen;  // 1-based shard index -> file
+  const std::string meaning = command_meaning(reports.front());
+  for (size_t i = 0; i < reports.size(); ++i) {
+    const nlohmann::json& run = reports[i].run;
+    const std::string& path = paths[i];
+    if (!run.value("complete", false))
+      missing.push_back(fmt::format("{} is incomplete (its run was interrupted or did not say it finished)", path));
+    if (command_meaning(reports[i]) != meaning)
+      missing.push_back(fmt::format("{} ran another command than {} ('{}' against '{}')", path, paths.front(),
+                                    command_meaning(reports[i]), meaning));
+    const std::string shard =
+        run.contains("shard") && run.at("shard").is_string() ? run.at("shard").get<std::string>() : std::string("all");
+    Shard s;
+    if (shard == "all") {
+      s.total = 1;
+    } else {
+      try {
+        s = parse_shard(shard);
+      } catch (const std::invalid_argument&) {
+        throw ReportError(fmt::format("{}: its run's shard '{}' is not I/N", path, shard));
+      }
+    }
+    if (total == 0) total = s.total;
+    if (s.total != total) {
+      missing.push_back(fmt::format("{} is shard {} but {} is of {} shards", path, shard, paths.front(), total));
+      continue;
+    }
+    if (auto [it, fresh] = seen.emplace(s.index + 1, path); !fresh)
+      missing.push_back(fmt::format("shard {}/{} is both {} and {}", s.index + 1, total, it->second, path));
+  }
+  for (int i = 1; i <= total; ++i)
+    if (!seen.count(i)) missing.push_back(fmt::format("shard {}/{} is missing", i, total));
+  return missing;
+}
+
+}  // namespace
+
 RunReport merge_reports(const std::vector<std::string>& paths) {
   if (paths.empty()) throw ReportError("merge needs at least one report: mpscheck merge A.json B.json ... -o OUT.json");
-  RunReport merged;
-  std::map<std::string, std::string> from;
-  nlohmann::json sources = nlohmann::json::array();
+  std::vector<RunReport> reports;
   for (const auto& p : paths) {
-    RunReport r = read_json_report(p);
-    if (merged.environment.empty()) {
-      merged.environment = r.environment;
-      merged.run = r.run;
-    } else if (r.run.value("target", "") != merged.run.value("target", "")) {
+    reports.push_back(read_json_report(p));
+    const RunReport& r = reports.back();
+    if (reports.size() > 1 && r.run.value("target", "") != reports.front().run.value("target", ""))
       throw ReportError(fmt::format("{} was run on target {} but {} on {}: merge shards of one run only", p,
-                                    r.run.value("target", "?"), paths.front(), merged.run.value("target", "?")));
-    }
-    for (auto& c : r.cases) {
-      if (auto it = from.find(c.id); it != from.end())
+                                    r.run.value("target", "?"), paths.front(),
+                                    reports.front().run.value("target", "?")));
+  }
+  const std::vector<std::string> missing = missing_parts(reports, paths);
+  RunReport merged;
+  merged.environment = reports.front().environment;
+  merged.run = reports.front().run;
+  std::map<std::string, std::string> from;
+  std::uint64_t selected = 0;
+  for (size_t i = 0; i < reports.size(); ++i) {
+    const auto it = reports[i].run.find("selected");
+    if (it != reports[i].run.end() && it->is_number_unsigned()) selected += it->get<std::uint64_t>();
+    for (auto& c : reports[i].cases) {
+      if (auto seen = from.find(c.id); seen != from.end())
         throw ReportError(
-            fmt::format("case {} is in both {} and {}: were the shards overlapping?", c.id, it->second, p));
-      from[c.id] = p;
+            fmt::format("case {} is in both {} and {}: were the shards overlapping?", c.id, seen->second, paths[i]));
+      from[c.id] = paths[i];
       merged.cases.push_back(std::move(c));
     }
-    sources.push_back(p);
   }
   std::sort(merged.cases.begin(), merged.cases.end(), [](const auto& a, const auto& b) { return a.id < b.id; });
-  merged.run["merged_from"] = sources;
+  merged.run["merged_from"] = paths;
+  merged.run["selected"] = selected;
+  merged.run["complete"] = missing.empty();
+  if (!missing.empty()) merged.run["incomplete"] = missing;
   merged.run.erase("shard");
   return merged;
 }

@@ -142,6 +142,17 @@ std::string tier_sentence(const nlohmann::json& environment) {
                      why != environment.end() && why->is_string() ? ": " + why->get<std::string>() : std::string());
 }
 
+std::string incomplete_sentence(const RunReport& report) {
+  const auto it = report.run.find("complete");
+  if (it == report.run.end() || !it->is_boolean() || it->get<bool>()) return {};
+  std::vector<std::string> why;
+  if (const auto parts = report.run.find("incomplete"); parts != report.run.end() && parts->is_array())
+    for (const auto& p : *parts)
+      if (p.is_string()) why.push_back(p.get<std::string>());
+  if (why.empty()) why.push_back("the run was interrupted before every selected case ran");
+  return fmt::format("Incomplete: {}; these cases are not the whole run", fmt::join(why, "; "));
+}
+
 std::string shape_text(const std::vector<std::int64_t>& shape) { return fmt::format("[{}]", fmt::join(shape, ", ")); }
 
 double max_abs_error(const CaseResult& c) { return max_over_outputs(c, &OutputReport::max_abs); }

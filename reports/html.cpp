@@ -566,6 +566,8 @@ std::string render_html(const RunReport& report) {
       fmt::format("<header>\n<h1>mpscheck report: target {}, torch {}</h1>\n", html_escape(target), html_escape(torch));
   h += fmt::format("<p class=\"sub\">{} cases, {} findings. Reference: CPU float32. Written by mpscheck {}.</p>\n",
                    report.cases.size(), findings.size(), kVersion);
+  if (const std::string incomplete = incomplete_sentence(report); !incomplete.empty())
+    h += fmt::format("<p class=\"note\"><b>{}.</b></p>\n", html_escape(incomplete));
   if (report.run.contains("dtypes") && report.run.at("dtypes").is_string())
     h += fmt::format("<p class=\"note\">{}.</p>\n", html_escape(report.run.at("dtypes").get<std::string>()));
   h += fmt::format(

@@ -200,6 +200,8 @@ std::string render_markdown(const RunReport& report) {
   for (const auto& [status, n] : counts)
     parts += fmt::format("{}{} {}", parts.empty() ? "" : ", ", n, to_string(status));
   md += parts.empty() ? "No cases ran.\n\n" : parts + ".\n\n";
+  if (const std::string incomplete = incomplete_sentence(report); !incomplete.empty())
+    md += "**" + markdown_escape(incomplete) + ".**\n\n";
 
   if (report.run.contains("dtypes") && report.run.at("dtypes").is_string())
     md += markdown_escape(report.run.at("dtypes").get<std::string>()) + ".\n\n";

@@ -71,6 +71,11 @@ std::string tier_name(const nlohmann::json& environment);
 // say more about that device than about the hardware."); empty for native.
 std::string tier_sentence(const nlohmann::json& environment);
 
+// One sentence for a report whose run did not finish (interrupted, or a merge missing shards:
+// "Incomplete: shard 2/2 is missing; these cases are not the whole run"); empty for a complete one
+// and for a report that does not say.
+std::string incomplete_sentence(const RunReport& report);
+
 // Largest max-abs (max-rel) error over the case's outputs; infinity when the target produced
 // NaN/Inf the reference did not; a negative value when the case has no outputs.
 double max_abs_error(const CaseResult& c);

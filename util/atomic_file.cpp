@@ -38,4 +38,13 @@ void write_text_report(const std::string& path, const std::string& text) {
   }
 }
 
+std::string not_a_file_reason(const std::string& path) {
+  std::error_code ec;
+  const auto status = std::filesystem::status(path, ec);
+  if (ec || !std::filesystem::exists(status)) return "no such file";
+  if (std::filesystem::is_directory(status)) return "is a folder, not a file";
+  if (!std::filesystem::is_regular_file(status)) return "is not a regular file (a device, pipe or socket)";
+  return {};
+}
+
 }  // namespace mpscheck

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <exception>
 #include <stdexcept>
+#include <string>
 #include <thread>
 
 namespace {
@@ -44,10 +45,18 @@ double wrong_by() {
   return env && *env ? std::strtod(env, nullptr) : 1e-3;
 }
 
+// MPSCHECK_FAULTS_CPU_LACKS=1: every case's CPU reference raises as a CPU that lacks the op does,
+// so the host skips the case: what a finding that is no longer judged looks like to `compare`.
+bool cpu_lacks_the_op() {
+  const char* env = std::getenv("MPSCHECK_FAULTS_CPU_LACKS");
+  return env && std::string(env) == "1";
+}
+
 class FaultInstance final : public Instance {
  public:
   FaultInstance(Fault fault, const Setup& setup, const Placement& where)
-      : fault_(fault == Fault::StalledReference ? (where.side == Side::Reference ? fault : Fault::None)
+      : reference_(where.side == Side::Reference),
+        fault_(fault == Fault::StalledReference ? (where.side == Side::Reference ? fault : Fault::None)
                : where.side == Side::Target     ? fault
                                                 : Fault::None) {
     at::Generator gen = at::detail::createCPUGenerator(setup.seed);
@@ -55,6 +64,8 @@ class FaultInstance final : public Instance {
   }
 
   Outputs run() override {
+    if (reference_ && cpu_lacks_the_op())
+      throw std::runtime_error("planted: \"faulty_kernel\" not implemented for 'CPU'");
     at::Tensor out = compute();
     switch (fault_) {
       case Fault::Segfault: std::raise(SIGSEGV); break;
@@ -86,6 +97,7 @@ class FaultInstance final : public Instance {
 
  private:
   at::Tensor compute() const { return x_ * 2 + 1; }
+  bool reference_;
   Fault fault_;
   at::Tensor x_;
 };

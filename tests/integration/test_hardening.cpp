@@ -186,6 +186,16 @@ std::vector<BadInput> bad_inputs() {
       {"unknown flag", {"--all", "--frobnicate"}, 2, "unrecognised option '--frobnicate'"},
       {"flag without its value", {"--all", "--seed"}, 2, "--seed"},
       {"seed not a number", {"--all", "--seed", "abc"}, 2, "seed"},
+      // Boost reads "-5" into an unsigned seed as 2^64-5: the run would record a seed nobody typed.
+      {"negative seed", {"--all", "--seed", "-5"}, 2, "--seed '-5' is not a whole number from 0 to"},
+      {"--model a folder", {"--model", "/tmp", "--input", "float32[2]"}, 2, "--model /tmp: is a folder, not a file"},
+      {"--model a device",
+       {"--model", "/dev/null", "--input", "float32[2]"},
+       2,
+       "--model /dev/null: is not a regular file (a device, pipe or socket)"},
+      // --list reads the run's input files too: a broken one is said before anything is listed.
+      {"--expect not an expectations file, with --list", {"--list", "--expect", "/etc/passwd"}, 2, "/etc/passwd:1: "},
+      {"--expect a folder", fixture_run({"--expect", "/tmp"}), 2, "the expectations file /tmp: is a folder"},
       {"negative threads", {"--all", "--threads", "-1"}, 2, "--threads must be"},
       {"zero timeout", {"--all", "--timeout", "0"}, 2, "--timeout must be a positive"},
       {"negative min-time", {"--all", "--min-time", "-1"}, 2, "--min-time must be"},
@@ -377,6 +387,14 @@ std::vector<BadInput> bad_inputs() {
        fixture_run({"--resume", "--seed", "7"}),
        2,
        "written with seed 0",
+       {},
+       {{"mpscheck-report/journal.jsonl", R"({"mpscheck_journal":2,"target":"cpu","seed":0,"quick":true})"
+                                          "\n"}}},
+      // A journal of the format before the run's identity was recorded cannot say what it measured.
+      {"--resume a format-1 journal",
+       fixture_run({"--resume"}),
+       2,
+       "journal format 1, this one writes 2",
        {},
        {{"mpscheck-report/journal.jsonl", R"({"mpscheck_journal":1,"target":"cpu","seed":0,"quick":true})"
                                           "\n"}}},

@@ -73,8 +73,65 @@ TEST(ExpectationBounds, ATargetNanBreaksAValueBound) {
   CaseResult c = mismatch(29, 8e-3);
   c.status = Status::Nan;
   c.outputs[0].nan_target = 3;
+  c.outputs[0].ok = false;
   EXPECT_FALSE(expected_under("op/conv/.*  nan|mismatch  max_abs<=1e-2\n", c));
-  EXPECT_TRUE(expected_under("op/conv/.*  nan|mismatch  count<=32\n", c));
+  // Its three elements have no figure: they exceed a count bound too (they used to be within it).
+  c.outputs[0].nonfinite_mismatches = 3;
+  EXPECT_FALSE(expected_under("op/conv/.*  nan|mismatch  count<=32\n", c));
+  // A line that names the failing outputs alone, or the status alone, still expects it.
+  EXPECT_TRUE(expected_under("op/conv/.*  nan|mismatch  outputs=out\n", c));
+  EXPECT_TRUE(expected_under("op/conv/.*  nan|mismatch\n", c));
+}
+
+// -inf turned +inf, or NaN turned +inf, has max_abs 0 and the same non-finite counts on both sides:
+// only the element count says it, and it exceeds every figure bound.
+TEST(ExpectationBounds, ANonFiniteElementThatChangedSignExceedsEveryFigureBound) {
+  CaseResult c = mismatch(29, 8e-3);
+  c.outputs[0].ok = false;
+  const std::string line = "op/conv/.*  mismatch  max_abs<=1e-2 max_rel<=0.5 count<=32\n";
+  ASSERT_TRUE(expected_under(line, c));
+  c.outputs[0].inf_reference = c.outputs[0].inf_target = 1;
+  c.outputs[0].nonfinite_mismatches = 1;
+  std::vector<CaseResult> cases{c};
+  apply_expectations(parse_expectations(line, "b.expect"), kEnv, "mps:float16", cases);
+  EXPECT_FALSE(cases[0].expected);
+  EXPECT_NE(cases[0].expectation.find("out: 1 non-finite element(s) differ"), std::string::npos)
+      << cases[0].expectation;
+}
+
+// A shape, dtype, missing or extra output has no figure at all: beyond every figure bound.
+TEST(ExpectationBounds, AnOutputTheSidesCannotCompareExceedsEveryFigureBound) {
+  for (const char* differs : {"shape", "dtype", "missing", "extra"}) {
+    SCOPED_TRACE(differs);
+    CaseResult c = mismatch(29, 8e-3);
+    OutputReport o;
+    o.name = "second";
+    o.ok = false;
+    o.differs = differs;
+    o.note = std::string(differs) + " differs";
+    c.outputs.push_back(o);
+    EXPECT_FALSE(expected_under("op/conv/.*  mismatch  max_abs<=1e-2 count<=32\n", c));
+    EXPECT_FALSE(expected_under("op/conv/.*  mismatch  count<=1000\n", c));
+  }
+}
+
+// outputs=: the set of failing outputs, exactly; another output failing beside it is unexpected.
+TEST(ExpectationBounds, AnotherSetOfFailingOutputsIsUnexpected) {
+  CaseResult c = mismatch(29, 8e-3);
+  c.outputs[0].ok = false;
+  OutputReport second;
+  second.name = "grad/x";
+  second.numel = 64;
+  c.outputs.push_back(second);
+  EXPECT_TRUE(expected_under("op/conv/.*  mismatch  outputs=out\n", c));
+  c.outputs[1].ok = false;
+  c.outputs[1].mismatches = 1;
+  std::vector<CaseResult> cases{c};
+  apply_expectations(parse_expectations("op/conv/.*  mismatch  outputs=out\n", "b.expect"), kEnv, "mps:float16", cases);
+  EXPECT_FALSE(cases[0].expected);
+  EXPECT_NE(cases[0].expectation.find("failing outputs grad/x,out are not the expected out"), std::string::npos)
+      << cases[0].expectation;
+  EXPECT_TRUE(expected_under("op/conv/.*  mismatch  outputs=grad/x,out\n", c));
 }
 
 TEST(ExpectationBounds, AMalformedBoundNamesTheLine) {

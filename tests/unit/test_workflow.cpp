@@ -107,6 +107,20 @@ TEST(Baseline, NamesExactlyTheRegressedCase) {
   EXPECT_TRUE(c.regressed());
 }
 
+// A finding that became a skip was not shown right: it is "no longer judged", a regression.
+TEST(Baseline, AFindingThatBecameASkipIsNoLongerJudgedNotFixed) {
+  RunReport before, after;
+  before.cases = {make("op/a", Status::Mismatch), make("op/b", Status::Pass)};
+  after.cases = {make("op/a", Status::Skip), make("op/b", Status::Skip)};
+  const auto c = compare_reports(before, after);
+  EXPECT_TRUE(c.newly_fixed.empty());
+  ASSERT_EQ(c.no_longer_judged.size(), 1u);  // a pass that became a skip hid no finding
+  EXPECT_EQ(c.no_longer_judged[0].rfind("op/a (mismatch -> skip", 0), 0u) << c.no_longer_judged[0];
+  EXPECT_TRUE(c.regressed());
+  EXPECT_NE(format_comparison(c, "a", "b").find("No longer judged (a finding is now a skip: not a fix) (1)"),
+            std::string::npos);
+}
+
 TEST(Baseline, OverlappingSpreadsAreNotARegression) {
   RunReport before, after;
   CaseResult a = make("op/a", Status::Pass, 1e-3), b = make("op/a", Status::Pass, 1.2e-3);
