@@ -424,16 +424,16 @@ void judge_case(const Workload& w, CaseHost& host, const Outputs& ref_out, const
   }
 }
 
+void rerun_reference(const Workload& w, CaseHost& host, const Outputs& ref_out) {
+  if (host.kept_rerun()) return;
+  host.enter_phase("reference");
+  host.keep_rerun(reference_rerun(w, host, ref_out));
+}
+
 void judge_sides(const Workload& w, CaseHost& host, const Outputs& ref_out, const Outputs& tgt_out, c10::Device device,
                  c10::ScalarType dtype, const Tolerance& tol, CaseResult& r) {
-  ReferenceRerun rerun;
-  if (const ReferenceRerun* kept = host.kept_rerun()) {
-    rerun = *kept;
-  } else {
-    host.enter_phase("reference");
-    rerun = reference_rerun(w, host, ref_out);
-    host.keep_rerun(rerun);
-  }
+  rerun_reference(w, host, ref_out);
+  const ReferenceRerun rerun = *host.kept_rerun();
   host.enter_phase("comparison");
   if (ref_out.empty()) {
     // Nothing compared is nothing checked: never a pass.

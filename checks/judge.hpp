@@ -38,6 +38,14 @@ struct CaseSides {
 void check_case(const Workload& w, CaseHost& host, CaseSides* sides, c10::Device device, c10::ScalarType dtype,
                 const TimingPlan& timing, CaseResult& r);
 
+// The reference's own determinism, once per reference: a second fresh reference instance, kept
+// with the host (CaseHost::keep_rerun) as the ReferenceRerun of the outputs it gives differently.
+// The host runs it right after the first reference, before the target, so the two instances run
+// in one state of the process and a target run between them (a sim training run, whose autograd
+// device thread also drives LibTorch's threaded CPU kernels) cannot set them apart. judge_sides
+// runs it if the host did not.
+void rerun_reference(const Workload& w, CaseHost& host, const Outputs& ref_out);
+
 // Both sides have run: the reference's own determinism (once per reference: a second fresh
 // reference instance, kept as the ReferenceRerun of the outputs it gives differently), then
 // judge_case. A case with no output to compare, or a reference that differs from itself far beyond

@@ -172,11 +172,11 @@ class WorkerCaseHost final : public CaseHost {
 };
 
 // Both sides of the case, each run once: the CPU float32 reference (its cached outputs when there
-// are some) and the target computing in `dtype` on `device`. False when a side could not run; r
-// then says why.
+// are some) and its determinism rerun, then the target computing in `dtype` on `device`. False when
+// a side could not run; r then says why.
 bool run_sides(const Workload& w, const ExecuteOptions& options, c10::Device device, c10::ScalarType dtype,
-               WarningRecorder& warnings, std::optional<CachedReference>& cached, bool& cache_dirty, CaseSides& sides,
-               CaseResult& r) {
+               WarningRecorder& warnings, std::optional<CachedReference>& cached, bool& cache_dirty, CaseHost& host,
+               CaseSides& sides, CaseResult& r) {
   // Reference: CPU float32, the cached one when there is one.
   if (cached) {
     sides.reference = cached->outputs;
@@ -196,6 +196,8 @@ bool run_sides(const Workload& w, const ExecuteOptions& options, c10::Device dev
     cached->outputs = sides.reference;
     cache_dirty = true;
   }
+  // The second reference instance now, before the target runs (checks/judge.hpp rerun_reference).
+  rerun_reference(w, host, sides.reference);
 
   // Target.
   enter_phase("target");
@@ -230,8 +232,8 @@ CaseResult execute_case_inner(const RegisteredWorkload& rw, const ExecuteOptions
   const c10::Device device = to_device(options.target);
   const c10::ScalarType dtype = target_dtype_for(w, options.target);
   CaseSides sides;
-  const bool ran = run_sides(w, options, device, dtype, warnings, cached, cache_dirty, sides, r);
   WorkerCaseHost host(w, options, warnings, cached, cache_dirty);
+  const bool ran = run_sides(w, options, device, dtype, warnings, cached, cache_dirty, host, sides, r);
   check_case(w, host, ran ? &sides : nullptr, device, dtype,
              TimingPlan{options.min_time_s, options.reuse_reference_times}, r);
   if (key && cache_dirty) options.cache->store(*key, *cached);

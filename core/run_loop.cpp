@@ -23,9 +23,7 @@ int verdict_threads_for(int jobs, int threads) {
   return static_cast<int>(std::max(1u, std::thread::hardware_concurrency() / static_cast<unsigned>(jobs)));
 }
 
-int canonical_verdict_threads(const TargetSpec& target, int threads) {
-  return verdict_threads_for(default_jobs(target), threads);
-}
+int canonical_verdict_threads(const TargetSpec& target) { return verdict_threads_for(default_jobs(target), 0); }
 
 namespace {
 

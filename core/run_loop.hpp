@@ -46,12 +46,12 @@ struct RunOutcome {
 int default_jobs(const TargetSpec& target);
 // Intra-op threads for each verdict worker: --threads if given, else the cores shared out.
 int verdict_threads_for(int jobs, int threads);
-// The intra-op threads every verdict is computed on, whatever --jobs is: --threads if given, else
-// the cores shared out among the target's default jobs (one thread on a cpu target with several
-// cores; LibTorch's default, 0, on an accelerator). The CPU's own float16/bfloat16 kernels give
-// other answers on other thread counts (layer_norm's backward), so a verdict computed on the
-// threads --jobs happened to leave would change with --jobs. Timing keeps the run's threads.
-int canonical_verdict_threads(const TargetSpec& target, int threads);
+// The intra-op threads every verdict is computed on, whatever --jobs and --threads are: the cores
+// shared out among the target's default jobs (one thread on a cpu target with several cores;
+// LibTorch's default, 0, on an accelerator). The CPU's own float16/bfloat16 kernels give other
+// answers on other thread counts (layer_norm's backward), so a verdict computed on the threads
+// --jobs or --threads happened to leave would change with them. Timing runs on --threads.
+int canonical_verdict_threads(const TargetSpec& target);
 
 // `timed_runner` already answered the device probe; it runs the timed cases. `done` holds the
 // results a --resume found in the journal. `listeners` are sent run_started, then case_started and

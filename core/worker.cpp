@@ -103,9 +103,10 @@ void set_up_worker(const std::string& config_line, WorkerSetup& w) {
   w.options.target = w.config.target;
   w.options.setup.seed = w.config.seed;
   w.options.setup.quick = w.config.quick;
+  const int default_threads = at::get_num_threads();  // LibTorch's default, before --threads
   if (w.config.threads > 0) at::set_num_threads(w.config.threads);
   w.options.timing_threads = at::get_num_threads();
-  w.options.verdict_threads = w.config.verdict_threads;
+  w.options.verdict_threads = w.config.verdict_threads > 0 ? w.config.verdict_threads : default_threads;
   if (!w.config.reference_cache.empty()) {
     w.cache = std::make_unique<ReferenceCache>(w.config.reference_cache);
     w.options.cache = w.cache.get();

@@ -25,7 +25,7 @@ struct WorkerConfig {
   bool quick = false;
   double min_time = 0;  // timing budget per side for the cases the host asks to time
   int threads = 0;      // 0: LibTorch's default
-  // The threads a case's verdict (every phase but timing) is computed on; 0: `threads` throughout.
+  // The threads a case's verdict (every phase but timing) is computed on; 0: LibTorch's default.
   int verdict_threads = 0;
   bool default_plugins = true;
   std::vector<std::string> plugin_dirs;  // absolute

@@ -457,8 +457,8 @@ std::string expectations_from_report(const RunReport& report, const std::string&
                      os.empty() ? "OS unknown" : os);
   out += fmt::format(
       "# Drafted by `mpscheck expect --from {}`: {} line{}, one per finding. Review every line before\n"
-      "# committing it: a listed finding no longer fails a run. Bounds are twice today's figures, so a\n"
-      "# finding that gets worse fails again.\n",
+      "# committing it: a listed finding no longer fails a run. Bounds are twice today's figures, and\n"
+      "# outputs= names the outputs that fail, so a finding that gets worse or spreads fails again.\n",
       one_line(report_name, 200), findings.size(), findings.size() == 1 ? "" : "s");
   for (const CaseResult* c : findings) {
     std::string line = fmt::format("{}  {}  {}", exact_pattern(c->id), to_string(c->status), keys);

@@ -131,9 +131,10 @@ TEST(ExpectFrom, OneReasonedLinePerFindingKeyedToTheReportsTargetTorchAndOs) {
   report.cases = {wrong, missing, fine};
   const std::string text = expectations_from_report(report, "r.json");
   EXPECT_NE(
-      text.find("^op/softmax/softmax/f16/contiguous/forward$  mismatch  target=mps:float16  torch>=2.13 torch<2.14  "
-                "os=macOS os>=15 os<16  cause=accuracy  max_abs<=0.016 max_rel<=0.62 count<=37  # out: 29 of 64 "
-                "elements off, max abs error 0.008; against float64 the target is the wrong side\n"),
+      text.find(
+          "^op/softmax/softmax/f16/contiguous/forward$  mismatch  target=mps:float16  torch>=2.13 torch<2.14  "
+          "os=macOS os>=15 os<16  cause=accuracy  max_abs<=0.016 max_rel<=0.62 count<=37 outputs=out  # out: 29 of 64 "
+          "elements off, max abs error 0.008; against float64 the target is the wrong side\n"),
       std::string::npos)
       << text;
   EXPECT_NE(text.find("^op/conv/conv3d/f16/contiguous/forward$  unsupported  target=mps:float16"), std::string::npos)
