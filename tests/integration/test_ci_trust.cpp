@@ -20,17 +20,13 @@ std::vector<std::string> with(std::vector<std::string> base, const std::vector<s
   return base;
 }
 
+// The faults plugin's cases matching `filter`, alone, on cpu, verdicts only.
+std::vector<std::string> faults(const std::string& filter) {
+  return {"--filter", filter, "--plugin-dir", test_plugins_dir(), "--no-default-plugins",
+          "--target", "cpu",  "--quick",      "--min-time",       "0"};
+}
 // Two passing fault cases, one per shard of two.
-const std::vector<std::string> kTwoCases = {"--filter",
-                                            "op/faults/(healthy|slow)$",
-                                            "--plugin-dir",
-                                            test_plugins_dir(),
-                                            "--no-default-plugins",
-                                            "--target",
-                                            "cpu",
-                                            "--quick",
-                                            "--min-time",
-                                            "0"};
+const std::vector<std::string> kTwoCases = faults("op/faults/(healthy|slow)$");
 
 void write_json(const std::string& path, const nlohmann::json& j) { std::ofstream(path) << j.dump(); }
 
@@ -133,16 +129,7 @@ TEST_F(CiTrustModels, ResumeRunsAgainACaseWhoseModelChangedAndRefusesAnotherThre
 
 TEST(CiTrust, AFindingThatBecameASkipIsNoLongerJudgedNotFixed) {
   const std::string dir = fresh_dir("ci-trust-skip");
-  const std::vector<std::string> wrong = {"--filter",
-                                          "op/faults/wrong$",
-                                          "--plugin-dir",
-                                          test_plugins_dir(),
-                                          "--no-default-plugins",
-                                          "--target",
-                                          "cpu",
-                                          "--quick",
-                                          "--min-time",
-                                          "0"};
+  const std::vector<std::string> wrong = faults("op/faults/wrong$");
   ASSERT_EQ(run_mpscheck(with(wrong, {"--json", "before.json", "--report-dir", "a"}), dir).exit_code, 1);
   // Now the CPU reference raises as a CPU that lacks the op does, so the case is not judged.
   const auto after =
