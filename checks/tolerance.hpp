@@ -24,6 +24,12 @@ struct Tolerance {
   // shared with the rest of the output, so its elements' errors are not independent draws, and the
   // paired bias rule (checks/compare.hpp), whose standard error assumes they are, does not apply.
   bool network = false;
+  // Whether the float32 result from rounded inputs, rounded once, models an honest kernel's result
+  // closely enough to judge its structure by (checks/structure.hpp) where there is no witness: set
+  // for outputs an honest kernel rounds once (rounds_once). A kernel that rounds a shared
+  // intermediate (batch norm's mean over data offset by 100, a cumsum's running sum) shifts a whole
+  // channel or run by many units, honestly; only the CPU's own run in the dtype shows that.
+  bool single_rounding = false;
 };
 
 // Tolerance for comparing a target computing in `dtype` against the CPU float32 reference, for a
@@ -58,6 +64,13 @@ bool accumulates(const std::string& family, const std::string& output);
 // gets two rounding chains (Tolerance::chains). Other dtypes keep `tol`.
 Tolerance scaled_to_output(const Tolerance& tol, c10::ScalarType dtype, double scale, const std::string& family,
                            const std::string& output);
+
+// Whether output `output` of a case of tolerance family `family` is one an honest float16/bfloat16
+// kernel rounds once, from float32 accumulation (Tolerance::single_rounding): the forward outputs of
+// elementwise, activation, pool, indexing and shape ops, and every output of matmul and conv ops
+// (a matmul's gradient is a matmul). Not a network, a reduction, a normalisation, a softmax, a loss,
+// a recurrent cell, attention, an fft, or another family's gradient (two rounding chains).
+bool rounds_once(const std::string& family, const std::string& output);
 
 // `tol` as a training trajectory's (Tolerance::trajectory): the train family's plain tolerance
 // before issue 22 and the float64 judge's whole-output spread, with no bias rule.
