@@ -24,11 +24,14 @@ struct Tolerance {
   // shared with the rest of the output, so its elements' errors are not independent draws, and the
   // paired bias rule (checks/compare.hpp), whose standard error assumes they are, does not apply.
   bool network = false;
-  // Whether the float32 result from rounded inputs, rounded once, models an honest kernel's result
-  // closely enough to judge its structure by (checks/structure.hpp) where there is no witness: set
-  // for outputs an honest kernel rounds once (rounds_once). A kernel that rounds a shared
-  // intermediate (batch norm's mean over data offset by 100, a cumsum's running sum) shifts a whole
-  // channel or run by many units, honestly; only the CPU's own run in the dtype shows that.
+  // Whether an honest kernel rounds this output once, from float32 accumulation (rounds_once): only
+  // then is its structure judged (checks/structure.hpp), for an op's output. A kernel that rounds a
+  // shared intermediate shifts a whole channel, row or run by many units, honestly: the CPU's own
+  // batch norm over data offset by 100 rounds each channel's mean (11 to 13 units of the output on
+  // a channel), and the sim's honest control, rounding a row's logsumexp one unit the other way,
+  // moves its softmax gradient by 4 units. The witness shows the first (its own rounding), never
+  // the second (another honest rounding), and without a witness neither shows. A network's outputs
+  // are judged with a witness (Tolerance::network).
   bool single_rounding = false;
 };
 
