@@ -410,8 +410,8 @@ Attribution attribute_with_gold(const at::Tensor& gold, const at::Tensor& refere
   judge.band_rule();
   judge.element_rule();
   judge.bias_rule();
-  // An op's output an honest kernel rounds once, or a witnessed network's (Tolerance::single_rounding).
-  if (is_reduced(target_dtype) && !tol.trajectory && (tol.single_rounding || (tol.network && a.witnessed))) {
+  // An op's output an honest kernel rounds once, or a witnessed network's forward output (Tolerance::structure).
+  if (is_reduced(target_dtype) && !tol.trajectory && tol.structure && (a.witnessed || !tol.network)) {
     const bool usable = rounded.defined() && rounded.sizes() == gold.sizes();
     a.structure = test_structure(gold, target, usable ? rounded : at::Tensor(), a.witnessed ? witness : at::Tensor(),
                                  target_dtype);

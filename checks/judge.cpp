@@ -379,7 +379,8 @@ void judge_case(const Workload& w, CaseHost& host, const Outputs& ref_out, const
       if (reduced) {
         tols[o.name] = scaled_to_output(tols[o.name], dtype, finite_rms(o.value), w.family(), o.name);
         tols[o.name].network = w.kind() == Kind::Model;
-        tols[o.name].single_rounding = w.kind() == Kind::Op && rounds_once(w.family(), o.name);
+        tols[o.name].structure = w.kind() == Kind::Op ? rounds_once(w.family(), o.name)
+                                                      : device.type() != c10::kCPU && !is_training_state(o.name);
         // A parameter's update is the difference of two parameters, each rounded to the dtype: it
         // carries the rounding of the parameter, not of the update (Adam moves a weight of 0.05 by
         // 1e-3, a quarter of a bfloat16 unit there). Its atol is that of the parameter's own scale.
@@ -412,8 +413,7 @@ void judge_case(const Workload& w, CaseHost& host, const Outputs& ref_out, const
               "(standard error {:.2g}%), more than rounding in {} should give",
               100 * std::abs(b.mean), b.mean > 0 ? "large" : "small", 100 * b.se, r.dtype);
         }
-        // An op's output an honest kernel rounds once, or a network's on an accelerator (Tolerance).
-        if (rep.ok && (tols[o.name].single_rounding || (tols[o.name].network && device.type() != c10::kCPU)))
+        if (rep.ok && tols[o.name].structure)  // (Tolerance::structure)
           screen_structure(reference, tv, dtype, r.dtype, rep);
       }
     }

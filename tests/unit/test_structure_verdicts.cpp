@@ -145,7 +145,7 @@ TEST_P(Structure, ALinearsLastRowLowIsAMismatchThatNamesTheRow) {
   const auto [dtype, witnessed] = GetParam();
   for (const auto& [kind, family] : {std::pair{Kind::Model, "model"}, std::pair{Kind::Op, "matmul"}}) {
     SCOPED_TRACE(family);
-    // Without a witness a network is not judged by its structure (Tolerance::single_rounding).
+    // Without a witness a network is not judged by its structure (Tolerance::structure).
     if (!witnessed && kind == Kind::Model) continue;
     for (std::uint64_t seed : {1, 2}) {
       const Sides s = linear(dtype, seed);
