@@ -1,6 +1,7 @@
 // The one tensor-comparison routine, and attribution against a float64 gold run.
 #pragma once
 
+#include "checks/structure.hpp"
 #include "checks/tolerance.hpp"
 #include "checks/result.hpp"
 
@@ -141,6 +142,12 @@ constexpr double kBiasScreenUnits = 0.5;
 //    logits moves by up to a quarter between float64 and b, and hid a bias of 3% there. That
 //    standard error treats elements as independent, which one op's outputs are and a network's
 //    are not (Tolerance::network): honest bfloat16 training failed it on 9 of 21 networks.
+//  - Structure (float16/bfloat16, checks/structure.hpp, outputs that are not trajectories): the
+//    target's signed errors in units of the dtype's spacing at each element, paired with the
+//    witness (or, without one, the rounded baseline), show no group (a slice along any dimension,
+//    a block in row-major order, a band of magnitudes, the whole output) biased beyond what the
+//    honest side shows there, by kStructure's effect size, significance and honest multiple. A row
+//    4% low or the small elements of exp 1.5x too large pass every rule above in bfloat16.
 // Where gold is non-finite, or finite but beyond the largest finite value of the target dtype
 // (float32 for float32 targets), the position is non-finite: the target must hold gold's value, the
 // same value as float32, or an infinity or the dtype's extreme of gold's sign; such elements take
@@ -172,6 +179,10 @@ struct Attribution {
   bool band_ok = true;
   double band_low = 0, band_high = 0, band_target_rms = 0, band_allowed = 0, band_excess = 0;
   std::int64_t band_count = 0;
+  // The structure rule (float16/bfloat16 only): its worst group and whether it holds. A family rule
+  // never forgives it (within_family).
+  bool structure_ok = true;
+  StructureTest structure;
   // Whether the CPU's own run in the target dtype took part (the witness).
   bool witnessed = false;
   std::string dtype;

@@ -5,6 +5,7 @@
 #include "checks/compare.hpp"
 #include "checks/errors.hpp"
 #include "checks/memory.hpp"
+#include "checks/structure.hpp"
 #include "checks/verdict.hpp"
 
 #include <c10/util/Exception.h>
@@ -327,6 +328,21 @@ std::string rerun_note(const Outputs& ref_out, const ReferenceRerun& rerun) {
       rerun.size(), rerun.size() == 1 ? "" : "s", widest, most);
 }
 
+// The structure screen in front of the float64 judge (checks/structure.hpp): an output inside the
+// plain tolerance whose signed errors, against the float32 reference rounded to the dtype, bias one
+// group (a slice, a block, a band of magnitudes) goes to float64, which decides.
+void screen_structure(const at::Tensor& reference, const at::Tensor& target, c10::ScalarType dtype,
+                      const std::string& dtype_named, OutputReport& rep) {
+  const StructureTest s = test_structure(reference.detach().to(at::kCPU, at::kDouble), target, at::Tensor(),
+                                         at::Tensor(), dtype, kStructure.screen_leniency);
+  if (s.ok) return;
+  rep.ok = false;
+  rep.note = fmt::format(
+      "{} ({} elements) is {:.2g} units of {} {} on average against the float32 reference, more than rounding in {} "
+      "should give",
+      s.where, s.count, std::abs(s.paired_units), dtype_named, s.paired_units < 0 ? "low" : "high", dtype_named);
+}
+
 }  // namespace
 
 void judge_case(const Workload& w, CaseHost& host, const Outputs& ref_out, const Outputs& tgt_out, c10::Device device,
@@ -363,6 +379,8 @@ void judge_case(const Workload& w, CaseHost& host, const Outputs& ref_out, const
       if (reduced) {
         tols[o.name] = scaled_to_output(tols[o.name], dtype, finite_rms(o.value), w.family(), o.name);
         tols[o.name].network = w.kind() == Kind::Model;
+        tols[o.name].structure = w.kind() == Kind::Op ? rounds_once(w.family(), o.name)
+                                                      : device.type() != c10::kCPU && !is_training_state(o.name);
         // A parameter's update is the difference of two parameters, each rounded to the dtype: it
         // carries the rounding of the parameter, not of the update (Adam moves a weight of 0.05 by
         // 1e-3, a quarter of a bfloat16 unit there). Its atol is that of the parameter's own scale.
@@ -395,6 +413,8 @@ void judge_case(const Workload& w, CaseHost& host, const Outputs& ref_out, const
               "(standard error {:.2g}%), more than rounding in {} should give",
               100 * std::abs(b.mean), b.mean > 0 ? "large" : "small", 100 * b.se, r.dtype);
         }
+        if (rep.ok && tols[o.name].structure)  // (Tolerance::structure)
+          screen_structure(reference, tv, dtype, r.dtype, rep);
       }
     }
     if (!t) rep.note = "the target did not produce this output";

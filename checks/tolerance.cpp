@@ -96,6 +96,14 @@ bool accumulates(const std::string& family, const std::string& output) {
   return true;
 }
 
+bool rounds_once(const std::string& family, const std::string& output) {
+  if (family == "matmul" || family == "conv") return true;
+  if (output.rfind("grad/", 0) == 0) return false;
+  for (std::string_view per_element : {"elementwise", "activation", "pool", "indexing", "shape"})
+    if (family == per_element) return true;
+  return false;
+}
+
 bool is_trajectory(const std::string& family, const std::string& output) {
   return family == "train" &&
          (output.rfind("loss/", 0) == 0 || output.rfind("param/", 0) == 0 || output.rfind("buffer/", 0) == 0);

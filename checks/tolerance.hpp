@@ -24,6 +24,17 @@ struct Tolerance {
   // shared with the rest of the output, so its elements' errors are not independent draws, and the
   // paired bias rule (checks/compare.hpp), whose standard error assumes they are, does not apply.
   bool network = false;
+  // Whether the output is judged by its structure (checks/structure.hpp): an op's output an honest
+  // kernel rounds once, from float32 accumulation (rounds_once), or a network's forward output on an
+  // accelerator, where the witness shows what the layers' roundings do. A kernel that rounds a
+  // shared intermediate shifts a whole channel, row or run by many units, honestly: the CPU's own
+  // batch norm over data offset by 100 rounds each channel's mean (11 to 13 units of the output on
+  // a channel), and the sim's honest control, rounding a row's logsumexp one unit the other way,
+  // moves its softmax gradient by 4 units. The witness shows the first (its own rounding), never
+  // the second (another honest rounding), and without a witness neither shows. A network's
+  // training state is not judged so: the honest control at sim:bfloat16 moved a block of dcgan's
+  // first discriminator gradients by 11 units where the witness showed 0.06 (a chaotic first step).
+  bool structure = false;
 };
 
 // Tolerance for comparing a target computing in `dtype` against the CPU float32 reference, for a
@@ -58,6 +69,13 @@ bool accumulates(const std::string& family, const std::string& output);
 // gets two rounding chains (Tolerance::chains). Other dtypes keep `tol`.
 Tolerance scaled_to_output(const Tolerance& tol, c10::ScalarType dtype, double scale, const std::string& family,
                            const std::string& output);
+
+// Whether output `output` of a case of tolerance family `family` is one an honest float16/bfloat16
+// kernel rounds once, from float32 accumulation (Tolerance::structure): the forward outputs of
+// elementwise, activation, pool, indexing and shape ops, and every output of matmul and conv ops
+// (a matmul's gradient is a matmul). Not a network, a reduction, a normalisation, a softmax, a loss,
+// a recurrent cell, attention, an fft, or another family's gradient (two rounding chains).
+bool rounds_once(const std::string& family, const std::string& output);
 
 // `tol` as a training trajectory's (Tolerance::trajectory): the train family's plain tolerance
 // before issue 22 and the float64 judge's whole-output spread, with no bias rule.

@@ -177,6 +177,11 @@ void decide_attribution(std::vector<OutputAttribution>& failing, Verdict& v, Fra
           100 * a.bias_honest);
     if (a.bad_elements > 0)
       v.message += fmt::format("; {} of {}'s elements are off by more than rounding allows", a.bad_elements, o.name);
+  } else if (!a.structure_ok) {
+    v.message += fmt::format("; {}, {}: a structure honest rounding does not have, a systematic error in the target",
+                             o.name, describe_structure(a.structure, a.dtype));
+    if (a.bad_elements > 0)
+      v.message += fmt::format("; {} of {}'s elements are off by more than rounding allows", a.bad_elements, o.name);
   } else if (!a.band_ok) {
     v.message += fmt::format(
         "; against float64, {}'s {} elements of magnitude {:.3g} to {:.3g} are off by {:.3g} (RMS), {:.2g}x what "

@@ -131,6 +131,30 @@ Body wobbling(double wobble, double plant) {
   };
 }
 
+// Issue 47's planted shapes, in the case's dtype on any target (a CPU target has no witness: the
+// rounded-input baseline is the honest side). A Linear(64, 128) on a batch of 64, x W^T / 8 + b,
+// with b at `bias_scale` of the output's RMS (about 1); on the target its last row is `low`
+// (relative) too small and its bias added `bias_times` times.
+Body linear_planted(double low, double bias_scale, int bias_times) {
+  return [=](const Setup& setup, const Placement& where, int) {
+    const at::Tensor x = seeded_randn(setup, {64, 64}, where);
+    const at::Tensor w = seeded_randn(Setup{setup.seed + 1, setup.quick}, {128, 64}, where) / 8;
+    const at::Tensor b = seeded_randn(Setup{setup.seed + 2, setup.quick}, {128}, where) * bias_scale;
+    at::Tensor out = at::addmm(on_target(where) ? b * bias_times : b, x, w.t());
+    if (on_target(where)) out[63].mul_(1 - low);
+    return Outputs{{"out", out}};
+  };
+}
+
+// exp of a standard normal; on the target the elements below 0.15 (about 3% of them) are `factor` too large.
+Body exp_small_planted(double factor) {
+  return [=](const Setup& setup, const Placement& where, int) {
+    at::Tensor out = at::exp(seeded_randn(setup, {64, 64}, where));
+    if (on_target(where)) out = at::where(out < 0.15, out * factor, out);
+    return Outputs{{"out", out}};
+  };
+}
+
 const std::vector<PlantSpec>& plants() {
   static const std::vector<PlantSpec> kPlants = {
       // One element in 65,536 off by 1.0, under the whole-model tolerance (5e-2 + 5e-2 |r|) and
@@ -184,6 +208,14 @@ const std::vector<PlantSpec>& plants() {
       // spread forgave element 40.
       {"op/faults/wobbling_reference/f32", c10::kFloat, "elementwise", false, wobbling(3e-4, 2e-5)},
       {"op/faults/wobbling_reference/bf16", c10::kBFloat16, "elementwise", false, wobbling(0.5, 0.05)},
+      // The Linear's row and bias passed in bfloat16 before the structure rule (checks/structure.hpp):
+      // the matmul family's atol of 8 units of the output's RMS hid the row, and the bias, of either
+      // sign per column, averaged away over the whole output. The honest twin must pass.
+      {"op/faults/linear_last_row/bf16", c10::kBFloat16, "matmul", false, linear_planted(0.04, 0.1, 1)},
+      {"op/faults/linear_last_row/f16", c10::kHalf, "matmul", false, linear_planted(0.005, 0.1, 1)},
+      {"op/faults/linear_honest/bf16", c10::kBFloat16, "matmul", false, linear_planted(0, 0.1, 1)},
+      {"op/faults/exp_small_elements/bf16", c10::kBFloat16, "activation", false, exp_small_planted(1.5)},
+      {"op/faults/bias_added_twice/bf16", c10::kBFloat16, "matmul", false, linear_planted(0, 0.02, 2)},
       {"op/faults/bernoulli_biased", c10::kFloat, "random", true, bernoulli(0.31)},
       {"op/faults/bernoulli_fair", c10::kFloat, "random", true, bernoulli(0.3)},
       // A right answer, but the target announces that it ran the op on the CPU (PyTorch's MPS

@@ -50,6 +50,8 @@ bool run_planted(const c10::OperatorHandle& op, torch::jit::Stack* stack);
 // The scalar-operand class (sim_scalar.cpp): nothing when it does not apply to `op`; false when it
 // changed the stack and the plain fallback should run on it.
 std::optional<bool> run_scalar_classes(const c10::OperatorHandle& op, torch::jit::Stack* stack);
+// The structured-error classes (sim_structure.cpp: slice, block, magnitude), the same contract.
+std::optional<bool> run_structure_classes(const c10::OperatorHandle& op, torch::jit::Stack* stack);
 // The convolution kernel (sim_device.cpp) hands its host result here for the planted classes
 // that change values (scale, ulp-noise); returns it, edited in place. `exact(dtype)` reruns the
 // convolution with its operands widened to `dtype`, for ulp-noise on float16/bfloat16.

@@ -41,10 +41,10 @@ std::map<std::string, nlohmann::json>* FaultRun::cases_;
 TEST_F(FaultRun, ExitsOneBecauseOfFindings) { EXPECT_EQ(result_->exit_code, 1) << result_->err; }
 
 TEST_F(FaultRun, ReportHasEveryCase) {
-  // Eleven planted faults, the planted catalog op (2 layouts x forward/backward), fourteen planted
+  // Eleven planted faults, the planted catalog op (2 layouts x forward/backward), nineteen planted
   // verdict cases, four healthy ops.
-  EXPECT_EQ(cases_->size(), 11u + 4u + 14u + 4u);
-  EXPECT_EQ((*report_)["summary"]["total"], 33);
+  EXPECT_EQ(cases_->size(), 11u + 4u + 19u + 4u);
+  EXPECT_EQ((*report_)["summary"]["total"], 38);
 }
 
 TEST_F(FaultRun, CrashesNameTheirSignal) {
@@ -146,7 +146,7 @@ TEST_F(FaultRun, HealthyCasesAroundTheFaultsPass) {
 
 TEST_F(FaultRun, JournalHasOneLinePerCaseAfterItsHeader) {
   const std::string journal = read_text_file(*dir_ + "/mpscheck-report/journal.jsonl");
-  EXPECT_EQ(std::count(journal.begin(), journal.end(), '\n'), 1 + 33);
+  EXPECT_EQ(std::count(journal.begin(), journal.end(), '\n'), 1 + 38);
 }
 
 // ---- planted wrong results that a looser verdict called correct (plugins/faults/planted_verdicts.cpp)
@@ -228,6 +228,26 @@ TEST_F(FaultRun, AWrongElementBesideOneTheReferenceGivesTwoWaysIsStillWrong) {
               std::string::npos)
         << c["message"];
   }
+}
+
+// Issue 47's shapes on a CPU target in the case's dtype (no witness: the rounded-input baseline is
+// the honest side): a Linear's last row 4% low (0.5% in float16), the small elements of exp 1.5x
+// too large, a bias added twice. Each passed in bfloat16 before the structure rule; each message
+// names the structure, and the honest Linear passes.
+TEST_F(FaultRun, AnErrorWithAShapeIsAMismatchThatNamesIt) {
+  const std::pair<const char*, const char*> planted[] = {
+      {"op/faults/linear_last_row/bf16", "out, row 63 ([63, :]) (128 elements): "},
+      {"op/faults/linear_last_row/f16", "out, row 63 ([63, :]) (128 elements): "},
+      {"op/faults/exp_small_elements/bf16", " of magnitude "},
+      {"op/faults/bias_added_twice/bf16", "out, column "},
+  };
+  for (const auto& [id, names] : planted) {
+    const auto& c = at(id);
+    EXPECT_EQ(c["status"], "mismatch") << id << ": " << c["message"];
+    EXPECT_EQ(c["attribution"], "target") << id;
+    EXPECT_NE(c["message"].get<std::string>().find(names), std::string::npos) << id << ": " << c["message"];
+  }
+  EXPECT_EQ(at("op/faults/linear_honest/bf16")["status"], "pass") << at("op/faults/linear_honest/bf16")["message"];
 }
 
 TEST_F(FaultRun, BiasedGeneratorFailsByItsStandardError) {
