@@ -96,8 +96,9 @@ TEST_P(CpuLaterCall, APlantedLaterCallIsAMismatchAndAnHonestCasePasses) {
     const auto& c = cases.at(id);
     const std::string message = c.value("message", "");
     EXPECT_EQ(c.at("status"), "mismatch") << id << ": " << message;
-    EXPECT_TRUE(starts_with(message, "call 2 differs from call 1 in out: 256 of 256 elements differ"))
-        << id << ": " << message;
+    // bfloat16 rounds a 5% change of its smallest elements away; every other element differs.
+    EXPECT_TRUE(starts_with(message, "call 2 differs from call 1 in out: ")) << id << ": " << message;
+    EXPECT_NE(message.find(" of 256 elements differ, by up to "), std::string::npos) << id << ": " << message;
     EXPECT_EQ(c.at("attribution"), "target") << id;
   }
   const auto& honest = cases.at("op/linalg/linear/f32/contiguous/forward");
