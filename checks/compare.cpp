@@ -79,6 +79,13 @@ std::string index_string(std::int64_t flat, const std::vector<std::int64_t>& sha
   return fmt::format("[{}]", fmt::join(idx, ", "));
 }
 
+double largest_difference(const at::Tensor& a, const at::Tensor& b) {
+  if (!a.defined() || !b.defined()) return a.defined() == b.defined() ? 0 : std::numeric_limits<double>::infinity();
+  const OutputReport d = compare_tensors("", a, b, Tolerance{0, 0});
+  const bool comparable = a.sizes() == b.sizes() && a.scalar_type() == b.scalar_type();
+  return comparable && std::isfinite(d.max_abs) ? d.max_abs : std::numeric_limits<double>::infinity();
+}
+
 double unit_roundoff(c10::ScalarType dtype) {
   switch (dtype) {
     case c10::kHalf: return std::ldexp(1.0, -11);

@@ -291,6 +291,11 @@ double resolved_update_scale(const std::vector<UpdateSides>& updates, c10::Scala
 // The unit roundoff of a floating dtype (half the distance from 1 to the next value).
 double unit_roundoff(c10::ScalarType dtype);
 
+// The largest difference between two runs of one output, |a - b| at most (infinite when they do not
+// even agree on shape, dtype or finiteness, or only one is defined): how far a computation moves
+// between its runs.
+double largest_difference(const at::Tensor& a, const at::Tensor& b);
+
 // Flat index -> "[i, j, k]" for messages.
 std::string index_string(std::int64_t flat, const std::vector<std::int64_t>& shape);
 

@@ -4,6 +4,7 @@
 
 #include "checks/compare.hpp"
 #include "checks/errors.hpp"
+#include "checks/later_call.hpp"
 #include "checks/memory.hpp"
 #include "checks/structure.hpp"
 #include "checks/verdict.hpp"
@@ -260,14 +261,6 @@ ReferenceRerun reference_rerun(const Workload& w, CaseHost& host, const Outputs&
   return rerun;
 }
 
-// The largest difference between an output's two reference runs (infinite when they do not even
-// agree on shape, dtype or finiteness).
-double rerun_spread(const at::Tensor& reference, const at::Tensor& again) {
-  const OutputReport d = compare_tensors("", reference, again, Tolerance{0, 0});
-  const bool comparable = reference.sizes() == again.sizes() && reference.scalar_type() == again.scalar_type();
-  return comparable && std::isfinite(d.max_abs) ? d.max_abs : std::numeric_limits<double>::infinity();
-}
-
 // A reference that differs from itself by orders of magnitude more than the case's tolerance is
 // not "slightly nondeterministic" (reduction order, atomics): it is not a reference at all, and no
 // element of it can be trusted to judge a target by. Empty when every spread is small.
@@ -276,7 +269,7 @@ std::string nondeterminism_error(const Outputs& ref_out, const ReferenceRerun& r
   for (const auto& o : ref_out) {
     auto it = rerun.find(o.name);
     if (it == rerun.end() || !o.value.defined()) continue;
-    const double spread = rerun_spread(o.value, it->second);
+    const double spread = largest_difference(o.value, it->second);
     double largest = 0;
     if (o.value.numel() > 0 && (o.value.is_floating_point() || o.value.is_complex()))
       largest = o.value.detach().abs().to(at::kDouble).nan_to_num(0, 0, 0).max().item<double>();
@@ -318,7 +311,7 @@ std::string rerun_note(const Outputs& ref_out, const ReferenceRerun& rerun) {
   for (const auto& o : ref_out) {
     auto it = rerun.find(o.name);
     if (it == rerun.end()) continue;
-    const double spread = rerun_spread(o.value, it->second);
+    const double spread = largest_difference(o.value, it->second);
     if (spread > most) most = spread, widest = o.name;
   }
   return fmt::format(
@@ -516,15 +509,31 @@ void check_case(const Workload& w, CaseHost& host, CaseSides* sides, c10::Device
     r.compare_s = std::chrono::duration<double>(Clock::now() - compare_start).count();
     // Time only cases whose results are right: the speed of a wrong answer means nothing.
     r.timed = timing.budget_s > 0;
+    // The reference's first call is its instance's own unless it came from the cache (the timing
+    // may make an instance for a cached reference).
+    CallSides calls{sides->target, CountedCalls(*sides->target_instance, 1), sides->reference,
+                    sides->reference_instance, sides->reference_instance != nullptr};
     if (r.status == Status::Pass && r.timed) {
       host.enter_phase("timing");
       try {
-        time_case(host, timing, device, dtype, *sides->target_instance, sides->reference_instance, r);
+        time_case(host, timing, device, dtype, calls.target, sides->reference_instance, r);
       } catch (...) {
         r.status = Status::Error;
         r.phase = "timing";
         r.message = "mpscheck failed while timing (not a verdict on the target's results): " +
                     exception_text(std::current_exception());
+      }
+    }
+    // A case that passed on its first call passes only if a later one gives the same.
+    if (r.status == Status::Pass) {
+      try {
+        judge_later_call(w, host, calls, dtype, r);
+      } catch (...) {
+        const std::string phase = host.current_phase();
+        r.status = Status::Error;
+        r.phase = phase;
+        r.message = fmt::format("mpscheck failed in its own {} phase, comparing a later call with the first: {}", phase,
+                                exception_text(std::current_exception()));
       }
     }
   } else if (r.status == Status::Error && r.phase == "target" && is_reduced(dtype) && device.type() != c10::kCPU) {

@@ -3,8 +3,9 @@
 // rounded baseline and, on accelerators, the CPU's own run in the target dtype as witnesses), the
 // training family rule, fallback warnings, and the layer a failing model first diverges at. The
 // host (core/execute.cpp) runs the sides and hands them to check_case, which judges and times the
-// case; both ask the host for the other runs they need through CaseHost (checks/case_host.hpp)
-// and never instantiate a workload themselves.
+// case and compares a later call with the first (checks/later_call.hpp); all of them ask the host
+// for the other runs they need through CaseHost (checks/case_host.hpp) and never instantiate a
+// workload themselves.
 #pragma once
 
 #include "checks/case_host.hpp"
@@ -22,7 +23,7 @@
 
 namespace mpscheck {
 
-// Both sides of a case as the host ran them, with the instances the timing reuses.
+// Both sides of a case as the host ran them, with the instances the timing and the later call reuse.
 struct CaseSides {
   Outputs reference, target;
   std::unique_ptr<Instance> reference_instance;  // empty when the reference came from the cache
@@ -32,9 +33,10 @@ struct CaseSides {
 // The one entry of checks/ for a case the host has run, whose result the host has identified (its
 // dtype is `dtype`'s name, see core/execute.hpp identify): the result's tolerance; then,
 // when both sides ran (`sides`; null when one could not, and r says why), judge_sides and, for a
-// case that passed and is timed (`timing`), time_case; last the memory rule (checks/memory.hpp),
-// whichever way the sides ended. What fails while judging or timing is mpscheck's own `error`, in
-// the phase it happened in, never the target's.
+// case that passed and is timed (`timing`), time_case; then, for a case that still passes,
+// judge_later_call on the target instance; last the memory rule (checks/memory.hpp), whichever way
+// the sides ended. What fails while judging or timing is mpscheck's own `error`, in the phase it
+// happened in, never the target's; a later call that raises is the target's (phase `target`).
 void check_case(const Workload& w, CaseHost& host, CaseSides* sides, c10::Device device, c10::ScalarType dtype,
                 const TimingPlan& timing, CaseResult& r);
 

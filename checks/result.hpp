@@ -147,6 +147,10 @@ struct CaseResult {
   // run agrees with the target); Unknown when no gold run was needed.
   Fragile attribution = Fragile::Unknown;
   bool nondeterministic = false;  // the reference differed from itself between two runs
+  // What the target's later call showed against its first (checks/later_call.hpp): "call 2 equals
+  // call 1", the call that differed, or why it was not compared. Empty when no later call was made
+  // (a case that did not pass, or an older report).
+  std::string later_call;
   // Every LibTorch warning raised while the case ran (reference, target, gold), deduplicated.
   std::vector<std::string> warnings;
   // Model cases that fail: the first named layer whose output diverges, with its figures, and

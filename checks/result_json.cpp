@@ -166,6 +166,7 @@ void to_json(nlohmann::json& j, const CaseResult& r) {
        {"reason", text(r.reason)}};
   j["timed"] = r.timed;
   if (!r.speed_note.empty()) j["speed_note"] = text(r.speed_note);
+  if (!r.later_call.empty()) j["later_call"] = text(r.later_call);
   if (r.host_busy) j["host_busy"] = true;
   if (r.reference_cached) j["reference_cached"] = true;
   if (r.reference_time_reused) j["reference_time_reused"] = true;
@@ -213,6 +214,7 @@ void from_json(const nlohmann::json& j, CaseResult& r) {
   // Reports written before the plan existed timed every case they have times for.
   r.timed = j.value("timed", r.reference_time.has_value());
   r.speed_note = j.value("speed_note", "");
+  r.later_call = j.value("later_call", "");
   // Reports written before the flag said so only in the note.
   r.host_busy = j.value("host_busy", r.speed_note.find("machine was busy") != std::string::npos);
   r.reference_cached = j.value("reference_cached", false);

@@ -132,6 +132,8 @@ class WorkerCaseHost final : public CaseHost {
       warnings_.set_side(Side::Reference);
     else if (std::string(phase) == "timing")
       warnings_.pause();
+    else if (std::string(phase) == "target")  // a later call of the target (checks/later_call.hpp)
+      warnings_.set_side(Side::Target);
   }
   std::string current_phase() override { return mpscheck::current_phase(); }
   Outputs run(const Placement& where, const char* what) override { return owned(instantiate(where)->run(), what); }

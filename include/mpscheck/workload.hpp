@@ -139,8 +139,12 @@ class BOOST_SYMBOL_VISIBLE Instance {
   // (training workloads reset their model and optimizer to the seeded initial state), but it may
   // mutate its inputs (x.sub_(0.5)) and return views of them: mpscheck clones every output as
   // soon as run() returns, and checks the reference's determinism on a second, fresh instance
-  // from the same seed, never by calling run() twice on one instance. Output names must be unique
-  // (two outputs with one name are refused), and a case must return at least one output.
+  // from the same seed. A passing case's target instance is called once more after its first call
+  // (and its timed ones), and that later call must give what the first gave; where it does not,
+  // the reference instance is called twice too, and an output that changes between the
+  // reference's own calls by more than its tolerance (an input written in place) is not compared.
+  // Output names must be unique (two outputs with one name are refused), and a case must return
+  // at least one output.
   virtual Outputs run() = 0;
   // One unit of the work that is timed. Defaults to run(); override to skip output collection.
   virtual void iterate() { run(); }

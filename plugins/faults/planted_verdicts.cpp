@@ -1,8 +1,9 @@
 // Planted wrong results that a looser verdict would call correct: one element in 65,536 off on a
 // reduced-precision target, an index off by one, an int32 output where int64 is due, a complex
 // output wrong in its imaginary part only, a wrong element beside a float32 overflow or beside one
-// the reference itself gives two ways, a biased generator, a CPU fallback, and a message of
-// invalid UTF-8. Each must come out as the verdict its test names, on the CPU target.
+// the reference itself gives two ways, a result that changes from the second call on, a biased
+// generator, a CPU fallback, and a message of invalid UTF-8. Each must come out as the verdict its
+// test names, on the CPU target.
 #include <mpscheck/op.hpp>
 
 #include <c10/util/Exception.h>
@@ -155,6 +156,16 @@ Body exp_small_planted(double factor) {
   };
 }
 
+// 2 * x + 0.5 over 256 elements; on the target, every call after an instance's first is 5% larger:
+// a device cache (a packed weight, a compiled graph) that goes wrong only once it is reused.
+Body wrong_from_the_second_call() {
+  return [](const Setup& setup, const Placement& where, int run) {
+    at::Tensor out = seeded_randn(setup, {256}, where) * 2 + 0.5;
+    if (on_target(where) && run > 0) out = out * 1.05;
+    return Outputs{{"out", out}};
+  };
+}
+
 const std::vector<PlantSpec>& plants() {
   static const std::vector<PlantSpec> kPlants = {
       // One element in 65,536 off by 1.0, under the whole-model tolerance (5e-2 + 5e-2 |r|) and
@@ -216,6 +227,13 @@ const std::vector<PlantSpec>& plants() {
       {"op/faults/linear_honest/bf16", c10::kBFloat16, "matmul", false, linear_planted(0, 0.1, 1)},
       {"op/faults/exp_small_elements/bf16", c10::kBFloat16, "activation", false, exp_small_planted(1.5)},
       {"op/faults/bias_added_twice/bf16", c10::kBFloat16, "matmul", false, linear_planted(0, 0.02, 2)},
+    return Outputs{{"out", out}};
+  };
+}
+
+      // Right on the first call, 5% high on every later one: judged on its first call alone, it passed.
+      {"op/faults/later_call/f32", c10::kFloat, "elementwise", false, wrong_from_the_second_call()},
+      {"op/faults/later_call/bf16", c10::kBFloat16, "elementwise", false, wrong_from_the_second_call()},
       {"op/faults/bernoulli_biased", c10::kFloat, "random", true, bernoulli(0.31)},
       {"op/faults/bernoulli_fair", c10::kFloat, "random", true, bernoulli(0.3)},
       // A right answer, but the target announces that it ran the op on the CPU (PyTorch's MPS

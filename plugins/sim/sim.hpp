@@ -52,6 +52,13 @@ bool run_planted(const c10::OperatorHandle& op, torch::jit::Stack* stack);
 std::optional<bool> run_scalar_classes(const c10::OperatorHandle& op, torch::jit::Stack* stack);
 // The structured-error classes (sim_structure.cpp: slice, block, magnitude), the same contract.
 std::optional<bool> run_structure_classes(const c10::OperatorHandle& op, torch::jit::Stack* stack);
+// The later-call class (sim_later_call.cpp): its planted matmul kernels, as run_scalar_classes; and
+// whether a kernel (a convolution) reuses the packed copy of `weight` it made on an earlier call,
+// which makes its result kLaterCallScale too large. The allocator forgets a freed buffer's copies.
+std::optional<bool> run_later_call_class(const c10::OperatorHandle& op, torch::jit::Stack* stack);
+bool later_call_reuses(const std::string& kernel, const at::Tensor& weight);
+void forget_buffer(const void* base);
+constexpr double kLaterCallScale = 1.05;
 // The convolution kernel (sim_device.cpp) hands its host result here for the planted classes
 // that change values (scale, ulp-noise); returns it, edited in place. `exact(dtype)` reruns the
 // convolution with its operands widened to `dtype`, for ulp-noise on float16/bfloat16.

