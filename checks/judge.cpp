@@ -437,16 +437,17 @@ void judge_case(const Workload& w, CaseHost& host, const Outputs& ref_out, const
   }
 }
 
-void rerun_reference(const Workload& w, CaseHost& host, const Outputs& ref_out) {
-  if (host.kept_rerun()) return;
+ReferenceRerun rerun_reference(const Workload& w, CaseHost& host, const Outputs& ref_out) {
+  if (const ReferenceRerun* kept = host.kept_rerun()) return *kept;
   host.enter_phase("reference");
-  host.keep_rerun(reference_rerun(w, host, ref_out));
+  ReferenceRerun rerun = reference_rerun(w, host, ref_out);
+  host.keep_rerun(rerun);
+  return rerun;
 }
 
 void judge_sides(const Workload& w, CaseHost& host, const Outputs& ref_out, const Outputs& tgt_out, c10::Device device,
                  c10::ScalarType dtype, const Tolerance& tol, CaseResult& r) {
-  rerun_reference(w, host, ref_out);
-  const ReferenceRerun rerun = *host.kept_rerun();
+  const ReferenceRerun rerun = rerun_reference(w, host, ref_out);
   host.enter_phase("comparison");
   if (ref_out.empty()) {
     // Nothing compared is nothing checked: never a pass.

@@ -46,7 +46,8 @@ void check_case(const Workload& w, CaseHost& host, CaseSides* sides, c10::Device
 // in one state of the process and a target run between them (a sim training run, whose autograd
 // device thread also drives LibTorch's threaded CPU kernels) cannot set them apart. judge_sides
 // runs it if the host did not.
-void rerun_reference(const Workload& w, CaseHost& host, const Outputs& ref_out);
+// Returns what it found (or what the host kept).
+ReferenceRerun rerun_reference(const Workload& w, CaseHost& host, const Outputs& ref_out);
 
 // Both sides have run: the reference's own determinism (once per reference: a second fresh
 // reference instance, kept as the ReferenceRerun of the outputs it gives differently), then

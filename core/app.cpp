@@ -113,7 +113,7 @@ int run_cases(int argc, char** argv, const Config& cfg) {
   if (cfg.command == Command::Explore) return explore_command(cfg, registry);
   const std::vector<RegisteredWorkload> selected = select_cases(cfg, registry);
   // The input files are read before anything is listed or run: a broken one is said either way.
-  const RunInputs inputs = read_run_inputs(cfg);
+  const RunInputs inputs = read_run_inputs(cfg, cfg.command == Command::List);
   if (cfg.command == Command::List) {
     for (const auto& w : selected) std::cout << w.workload->id() << "  [" << join(w.workload->tags(), ",") << "]\n";
     std::cerr << selected.size() << " cases\n";

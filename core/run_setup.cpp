@@ -112,7 +112,7 @@ void check_user_model(const Config& cfg, const ResolvedTarget& target) {
   }
 }
 
-RunInputs read_run_inputs(const Config& cfg) {
+RunInputs read_run_inputs(const Config& cfg, bool listing) {
   RunInputs in;
   try {
     if (!cfg.expect_path.empty()) in.expectations = load_expectations(cfg.expect_path);
@@ -132,6 +132,7 @@ RunInputs read_run_inputs(const Config& cfg) {
     std::cerr << "mpscheck: --baseline: " << e.what() << '\n';
     throw Exit{kExitUsage};
   }
+  if (listing) return in;
   if (auto bad = unwritable_outputs(cfg)) {
     std::cerr << "mpscheck: " << *bad << '\n';
     throw Exit{kExitUsage};

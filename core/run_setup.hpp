@@ -57,7 +57,10 @@ struct RunInputs {
   std::vector<KnownIssue> known_issues;
   std::optional<RunReport> baseline;
 };
-RunInputs read_run_inputs(const Config& cfg);
+// The run's input files (--expect, --known-issues, --baseline), each refused with one line and exit
+// 2 when broken; then, unless `listing` (a --list writes nothing), every report output is checked
+// writable before the first case runs.
+RunInputs read_run_inputs(const Config& cfg, bool listing = false);
 
 // The journal, and with --resume what it already holds (same target, seed and quick, or refused).
 struct OpenedJournal {

@@ -227,10 +227,6 @@ const std::vector<PlantSpec>& plants() {
       {"op/faults/linear_honest/bf16", c10::kBFloat16, "matmul", false, linear_planted(0, 0.1, 1)},
       {"op/faults/exp_small_elements/bf16", c10::kBFloat16, "activation", false, exp_small_planted(1.5)},
       {"op/faults/bias_added_twice/bf16", c10::kBFloat16, "matmul", false, linear_planted(0, 0.02, 2)},
-    return Outputs{{"out", out}};
-  };
-}
-
       // Right on the first call, 5% high on every later one: judged on its first call alone, it passed.
       {"op/faults/later_call/f32", c10::kFloat, "elementwise", false, wrong_from_the_second_call()},
       {"op/faults/later_call/bf16", c10::kBFloat16, "elementwise", false, wrong_from_the_second_call()},
