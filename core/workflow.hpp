@@ -105,6 +105,11 @@ std::vector<T> take_shard(const std::vector<T>& sorted, const Shard& s) {
   return out;
 }
 
+// The options of a run's command that say where it writes or how it was split, not what it runs
+// (--shard, --report-dir, --resume and every report format's flag): two shards of one run differ
+// in these and in nothing else.
+bool is_placement_flag(const std::string& flag);
+
 // One report from shard reports; a case id in two inputs is an error naming both files.
 RunReport merge_reports(const std::vector<std::string>& paths);
 

@@ -1,5 +1,6 @@
 // Expectations, baselines, shards and merging.
 #include "core/workflow.hpp"
+#include "reports/reporter.hpp"
 
 #include <gtest/gtest.h>
 
@@ -162,4 +163,16 @@ TEST(Merge, OverlappingShardsAreRefused) {
   EXPECT_EQ(m.cases[0].id, "op/a");  // sorted by id
   EXPECT_THROW(merge_reports({(dir / "a.json").string(), (dir / "a.json").string()}), ReportError);
   fs::remove_all(dir);
+}
+
+// merge compares shards' commands without the flags that say where a run writes: every report
+// format's flag must be one of them, or two shards of one run would look like two runs.
+TEST(Merge, EveryReportFormatsFlagIsAPlacementFlag) {
+  ASSERT_FALSE(reporters().empty());
+  for (const Reporter* r : reporters())
+    if (r->destination() == Destination::File)
+      EXPECT_TRUE(is_placement_flag(std::string("--") + r->flag())) << r->flag();
+  EXPECT_TRUE(is_placement_flag("--shard"));
+  EXPECT_FALSE(is_placement_flag("--seed"));
+  EXPECT_FALSE(is_placement_flag("--filter"));
 }
