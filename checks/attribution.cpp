@@ -1,5 +1,6 @@
 // The float64 judge (attribute_with_gold) and the family rule for training outputs: the rules are
 // stated in compare.hpp beside Attribution.
+#include "checks/chunks.hpp"
 #include "checks/compare.hpp"
 
 #include <mpscheck/dtype_names.hpp>
@@ -160,11 +161,9 @@ GoldJudge::GoldJudge(Attribution& a, const at::Tensor& gold, const at::Tensor& r
 
 template <class Pass>
 void GoldJudge::for_each_chunk(Pass&& pass) const {
-  constexpr std::int64_t kChunk = std::int64_t{1} << 20;
+  using chunks::kChunk;
   auto chunk = [&](const at::Tensor& x, std::int64_t begin, std::int64_t len, bool round) {
-    at::Tensor c = x.narrow(0, begin, len);
-    if (round) c = c.to(target_dtype_);
-    return c.to(at::kDouble).contiguous();
+    return chunks::as_double(x, begin, len, round ? target_dtype_ : c10::ScalarType::Undefined);
   };
   for (std::int64_t begin = 0; begin < n_; begin += kChunk) {
     const std::int64_t len = std::min(kChunk, n_ - begin);

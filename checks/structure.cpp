@@ -1,6 +1,7 @@
 // The structure rule: see structure.hpp for what it tests and kStructure for its numbers.
 #include "checks/structure.hpp"
 
+#include "checks/chunks.hpp"
 #include "checks/compare.hpp"
 
 #include <ATen/core/grad_mode.h>
@@ -206,11 +207,9 @@ void UnitErrors::add(std::int64_t at, double g, double t, double b, double w) {
 }
 
 void UnitErrors::scan() {
-  constexpr std::int64_t kChunk = std::int64_t{1} << 20;
+  using chunks::kChunk;
   auto chunk = [&](const at::Tensor& x, std::int64_t begin, std::int64_t len, bool round) {
-    at::Tensor c = x.narrow(0, begin, len);
-    if (round) c = c.to(dtype_);
-    return c.to(at::kDouble).contiguous();
+    return chunks::as_double(x, begin, len, round ? dtype_ : c10::ScalarType::Undefined);
   };
   for (std::int64_t begin = 0; begin < n_; begin += kChunk) {
     const std::int64_t len = std::min(kChunk, n_ - begin);
