@@ -2,6 +2,7 @@
 
 #include "checks/case_host.hpp"
 #include "checks/timing.hpp"
+#include "util/thread_times.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -14,18 +15,12 @@
 #include <map>
 #include <optional>
 #include <thread>
+#include <cstdlib>
 
 #include <time.h>
 
 #if defined(__GLIBC__)
 #include <malloc.h>
-#endif
-#if defined(__linux__)
-#include <dirent.h>
-#include <sys/types.h>
-#include <cstdlib>
-#elif defined(__APPLE__)
-#include <mach/mach.h>
 #endif
 
 namespace mpscheck {
@@ -45,62 +40,16 @@ double process_cpu_seconds() {
   return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
 }
 
-// CPU seconds of each thread of this process, by thread id: who computed during a block. Empty
-// where the platform gives no per-thread figures; then only the process total speaks.
-using ThreadCpu = std::map<long, double>;
-
-ThreadCpu thread_cpu_seconds() {
-  ThreadCpu out;
-#if defined(__linux__)
-  if (DIR* dir = ::opendir("/proc/self/task")) {
-    while (const dirent* e = ::readdir(dir)) {
-      if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
-      const long tid = std::strtol(e->d_name, nullptr, 10);
-      // The kernel's per-thread CPU clock id (what pthread_getcpuclockid builds): ~tid << 3 | 6.
-      const clockid_t clock = static_cast<clockid_t>((~static_cast<unsigned long>(tid) << 3) | 6);
-      timespec ts{};
-      if (::clock_gettime(clock, &ts) == 0)
-        out[tid] = static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
-    }
-    ::closedir(dir);
-  }
-#elif defined(__APPLE__)
-  thread_act_array_t threads = nullptr;
-  mach_msg_type_number_t count = 0;
-  if (::task_threads(::mach_task_self(), &threads, &count) == KERN_SUCCESS) {
-    for (mach_msg_type_number_t i = 0; i < count; ++i) {
-      thread_basic_info_data_t info{};
-      mach_msg_type_number_t info_count = THREAD_BASIC_INFO_COUNT;
-      if (::thread_info(threads[i], THREAD_BASIC_INFO, reinterpret_cast<thread_info_t>(&info), &info_count) ==
-          KERN_SUCCESS)
-        out[static_cast<long>(threads[i])] = info.user_time.seconds + info.system_time.seconds +
-                                             1e-6 * (info.user_time.microseconds + info.system_time.microseconds);
-      ::mach_port_deallocate(::mach_task_self(), threads[i]);
-    }
-    ::vm_deallocate(::mach_task_self(), reinterpret_cast<vm_address_t>(threads), count * sizeof(thread_act_t));
-  }
-#endif
-  return out;
-}
-
-// Adds each thread's CPU seconds between two readings to `into`.
-void add_thread_cpu(const ThreadCpu& before, const ThreadCpu& after, ThreadCpu& into) {
-  for (const auto& [tid, seconds] : after) {
-    const auto b = before.find(tid);
-    into[tid] += seconds - (b == before.end() ? 0.0 : b->second);
-  }
-}
-
 // Times `iterate()` of both instances in interleaved blocks so drift hits both sides alike.
 struct TimedSide {
   CaseHost* host;  // waits for the device
   Instance* instance;
   c10::Device device;
-  std::vector<double> samples;
+  std::vector<double> samples;  // per iteration, from blocks that ran undisturbed
+  std::vector<double> crowded;  // per iteration, from blocks other work crowded off the cores
   double total = 0;
-  double cpu = 0;          // process CPU seconds spent during the measured blocks
-  ThreadCpu thread_cpu{};  // each thread's share of those, for the reference (track_threads)
-  bool track_threads = false;
+  double cpu = 0;              // process CPU seconds spent during the measured blocks
+  ThreadTimes thread_times{};  // each thread's time on a CPU and in the run queue during them
   int block = 1;
 };
 
@@ -119,25 +68,37 @@ void warm_up_and_size(TimedSide& s, double budget) {
   s.block = static_cast<int>(std::clamp(std::ceil(budget / 10 / once), 1.0, 100000.0));
 }
 
+// A block whose threads waited, runnable, for more than kMaxRunQueueShare of it was crowded off its
+// cores by other work: its time measures that work, so it is set aside (kept in `crowded`), and
+// the round goes on until it has its samples from blocks that ran undisturbed. On this 2-core
+// machine with nothing else running, one block in a few dozen still meets another process's burst
+// (a 15 ms wait that made one block 2.5x slow); a round made only of such blocks is a busy round.
 void measure(TimedSide& ref, TimedSide& tgt, double budget) {
   for (TimedSide* s : {&ref, &tgt}) warm_up_and_size(*s, budget);
-  constexpr int kMinSamples = 5, kMaxSamples = 200;
+  constexpr int kMinSamples = 5, kMaxSamples = 200, kMaxCrowded = 10;
   for (int round = 0; round < kMaxSamples; ++round) {
     // Alternate which side goes first, so neither side always inherits the other's warm caches.
     TimedSide* const order[2] = {round % 2 ? &tgt : &ref, round % 2 ? &ref : &tgt};
     for (TimedSide* s : order) {
-      const ThreadCpu threads0 = s->track_threads ? thread_cpu_seconds() : ThreadCpu{};
+      const ThreadTimes threads0 = read_thread_times();
       const double cpu0 = process_cpu_seconds();
       const double t = time_block(*s, s->block);
       s->cpu += process_cpu_seconds() - cpu0;
-      if (s->track_threads) add_thread_cpu(threads0, thread_cpu_seconds(), s->thread_cpu);
-      s->samples.push_back(t / s->block);
+      const ThreadTimes block = thread_times_between(threads0, read_thread_times());
+      add_thread_times(s->thread_times, block);
       s->total += t;
+      if (block.has_wait && crowded_off_cores(total_wait_s(block), t)) {
+        s->crowded.push_back(t / s->block);
+      } else {
+        s->samples.push_back(t / s->block);
+      }
     }
     const bool budget_met = ref.total >= budget && tgt.total >= budget;
-    const int have = static_cast<int>(ref.samples.size());
+    const int have = static_cast<int>(std::min(ref.samples.size(), tgt.samples.size()));
     // Slow cases (one iteration beyond the budget) stop at three samples rather than five.
     if (budget_met && (have >= kMinSamples || (have >= 3 && ref.total + tgt.total > 10 * budget))) break;
+    // A machine that keeps crowding the blocks is busy: no more of its time is spent on this round.
+    if (budget_met && static_cast<int>(std::max(ref.crowded.size(), tgt.crowded.size())) >= kMaxCrowded) break;
   }
 }
 
@@ -148,12 +109,30 @@ struct SpeedRound {
   double reference_cpu_s = 0, reference_wall_s = 0;  // over the reference's measured blocks
   double reference_quiet_share = 1;                  // the cores it would hold on a quiet machine
   double reference_busiest_thread_s = 0;             // CPU seconds of its busiest thread; 0 without per-thread figures
+  // Where the platform says (Linux): the seconds this process's threads spent runnable and waiting
+  // for a CPU during each side's blocks, and those blocks' wall time.
+  bool has_wait = false;
+  double reference_wait_s = 0, target_wait_s = 0, target_wall_s = 0;
+  // Blocks set aside as crowded, and blocks kept, per side.
+  int reference_crowded = 0, target_crowded = 0, reference_kept = 0, target_kept = 0;
   bool interleaved = false;  // both sides timed here; false for a round against a reused reference time
-  // The thread that drives the reference computes for the whole of its blocks on a quiet machine,
-  // whatever the parallel part makes its helpers do: where per-thread figures exist, that thread
-  // holding under kMinCpuShare of a core is a busy round (four threads at 60% of a core each hold
-  // 2.4 cores and are busy), and so is a whole process under it.
+
+  double wait_share() const {
+    if (!has_wait) return -1;
+    auto share = [](double wait, double wall) { return wall > 0 ? wait / wall : 0.0; };
+    return std::max(share(reference_wait_s, reference_wall_s), share(target_wait_s, target_wall_s));
+  }
+  // Where the run queue is read, a round is busy when other work crowded either side off its cores
+  // in more of its blocks than it left undisturbed, or left it fewer than three undisturbed blocks
+  // (measure() sets crowded blocks aside). A thread that sleeps (a worker at a barrier) is no sign
+  // of load, and on a quiet machine here the reference's busiest thread held 74% of a core in such
+  // rounds. Without run-queue figures (macOS), the thread that drives the reference must hold
+  // kMinCpuShare of a core, and so must the whole process.
   bool host_busy() const {
+    if (has_wait) {
+      auto busy = [](int crowded, int kept) { return kept < 3 || crowded > kept; };
+      return busy(reference_crowded, reference_kept) || busy(target_crowded, target_kept);
+    }
     if (reference_busiest_thread_s > 0)
       return host_was_busy(reference_busiest_thread_s, reference_wall_s, 1) ||
              host_was_busy(reference_cpu_s, reference_wall_s, 1);
@@ -169,34 +148,49 @@ constexpr double kComputingThreadShare = 0.1;
 
 double reference_quiet_share(const TimedSide& ref) {
   int computing = 0;
-  for (const auto& [tid, seconds] : ref.thread_cpu)
-    if (seconds >= kComputingThreadShare * ref.total) ++computing;
+  for (const auto& [tid, t] : ref.thread_times.threads)
+    if (t.cpu_s >= kComputingThreadShare * ref.total) ++computing;
   // Without per-thread figures, a reference that held more than a core computed on that many.
-  if (ref.thread_cpu.empty()) computing = static_cast<int>(std::ceil(ref.cpu / std::max(ref.total, 1e-9)));
+  if (ref.thread_times.threads.empty()) computing = static_cast<int>(std::ceil(ref.cpu / std::max(ref.total, 1e-9)));
   return quiet_cpu_share(computing, at::get_num_threads(), static_cast<int>(std::thread::hardware_concurrency()));
 }
 
 SpeedRound time_round(CaseHost& host, Instance& ref, Instance& tgt, c10::Device device, double budget) {
   TimedSide ref_side{&host, &ref, c10::Device(c10::kCPU), {}};
-  ref_side.track_threads = true;
   TimedSide tgt_side{&host, &tgt, device, {}};
   measure(ref_side, tgt_side, budget);
   SpeedRound round;
-  round.reference = summarize_times(ref_side.samples);
-  round.target = summarize_times(tgt_side.samples);
+  // A round with no undisturbed block still shows what it measured (and is a busy round).
+  auto kept = [](const TimedSide& side) { return side.samples.empty() ? side.crowded : side.samples; };
+  round.reference = summarize_times(kept(ref_side));
+  round.target = summarize_times(kept(tgt_side));
   round.speedup = round.reference.median_s / round.target.median_s;
   round.speed_class = speed_class(round.reference, round.target);
+  round.reference_crowded = static_cast<int>(ref_side.crowded.size());
+  round.target_crowded = static_cast<int>(tgt_side.crowded.size());
+  round.reference_kept = static_cast<int>(ref_side.samples.size());
+  round.target_kept = static_cast<int>(tgt_side.samples.size());
   round.reference_cpu_s = ref_side.cpu;
   round.reference_wall_s = ref_side.total;
   round.reference_quiet_share = reference_quiet_share(ref_side);
-  for (const auto& [tid, seconds] : ref_side.thread_cpu)
-    round.reference_busiest_thread_s = std::max(round.reference_busiest_thread_s, seconds);
+  round.reference_busiest_thread_s = busiest_thread_cpu_s(ref_side.thread_times);
+  round.has_wait = ref_side.thread_times.has_wait && tgt_side.thread_times.has_wait;
+  round.reference_wait_s = total_wait_s(ref_side.thread_times);
+  round.target_wait_s = total_wait_s(tgt_side.thread_times);
+  round.target_wall_s = tgt_side.total;
   round.interleaved = true;
   return round;
 }
 
 std::string busy_host_note(const SpeedRound& round) {
   const double share = round.reference_cpu_s / round.reference_wall_s;
+  if (round.has_wait) {
+    const bool reference = round.reference_wait_s * round.target_wall_s >= round.target_wait_s * round.reference_wall_s;
+    return fmt::format(
+        "a round measured {:.3g}x ({}), but the {}'s threads waited {:.0f}% of its timed blocks for a "
+        "CPU that other work held: the machine was busy, so no claim (time it on a quiet machine)",
+        round.speedup, to_string(round.speed_class), reference ? "CPU reference" : "target", 100 * round.wait_share());
+  }
   if (round.reference_busiest_thread_s > 0)
     return fmt::format(
         "a round measured {:.3g}x ({}), but the CPU reference's busiest thread held {:.0f}% of a core "
@@ -281,6 +275,17 @@ void reset_allocator_state() {
 #endif
 }
 
+// Keeps what the busy rule read in the case's result: the worst of its rounds.
+void note_load(const SpeedRound& round, CaseResult& r) {
+  if (!round.interleaved) return;
+  if (round.has_wait) r.run_queue_wait = std::max(r.run_queue_wait, round.wait_share());
+  r.crowded_blocks += round.reference_crowded + round.target_crowded;
+  if (round.reference_wall_s > 0 && round.reference_busiest_thread_s > 0) {
+    const double share = round.reference_busiest_thread_s / round.reference_wall_s;
+    r.reference_thread_share = r.reference_thread_share < 0 ? share : std::min(r.reference_thread_share, share);
+  }
+}
+
 // Returns whether the reference time it settled on is one to keep for --reuse-reference-times:
 // from an interleaved round whose CPU share was read and quiet, with every round agreeing.
 bool settle_speed(const SpeedRound& first, bool first_reused, CaseHost& host, const TimingPlan& plan,
@@ -313,6 +318,7 @@ bool settle_speed(const SpeedRound& first, bool first_reused, CaseHost& host, co
         speedups.push_back(round.speedup);
       }
       decided = round;
+      note_load(round, r);
       if (round.host_busy()) {
         note = busy_host_note(round);
         r.host_busy = true;
@@ -333,7 +339,7 @@ bool settle_speed(const SpeedRound& first, bool first_reused, CaseHost& host, co
                                      first_reused ? "the first against the cached reference time, " : "",
                                      fmt::join(speedups, "x, "))
                        : note;
-  } else if (first.host_busy()) {
+  } else if (note_load(first, r); first.host_busy()) {
     note = busy_host_note(first);  // no claim to withdraw, but its reference time is not kept
     r.host_busy = true;
     r.speed_note = note;

@@ -36,6 +36,8 @@ bool host_was_busy(double cpu_s, double wall_s, double quiet_share) {
   return wall_s > 0 && cpu_s < kMinCpuShare * std::max(quiet_share, 1.0) * wall_s;
 }
 
+bool crowded_off_cores(double wait_s, double wall_s) { return wall_s > 0 && wait_s > kMaxRunQueueShare * wall_s; }
+
 SpeedClass speed_class(const TimingStats& reference, const TimingStats& target) {
   if (reference.median_s <= 0 || target.median_s <= 0) return SpeedClass::Similar;
   const double speedup = reference.median_s / target.median_s;

@@ -26,6 +26,11 @@ SpeedClass speed_class(const TimingStats& reference, const TimingStats& target);
 // accelerator target got a false `faster` from it.
 constexpr double kMinCpuShare = 0.8;
 
+// Where the platform reports how long each thread waited, runnable, for a CPU (Linux), that is the
+// rule instead: a side whose threads waited, in all, more than this share of its timed blocks was
+// crowded off its cores by other work. On a quiet machine a runnable thread gets a core at once.
+constexpr double kMaxRunQueueShare = 0.1;
+
 // The cores a reference holds on a quiet machine: its threads that computed while it was timed, at
 // most the intra-op threads and the cores there are, and at least one (a reference whose threads
 // all got too little CPU to count as computing still had one to run on).
@@ -33,5 +38,9 @@ double quiet_cpu_share(int computing_threads, int intra_op_threads, int cores);
 
 // `quiet_share` from quiet_cpu_share(); 1 for a single-threaded reference.
 bool host_was_busy(double cpu_s, double wall_s, double quiet_share = 1);
+
+// The run-queue rule: a side whose threads waited `wait_s` for a CPU, in all, over `wall_s` of
+// timed blocks was crowded off its cores when that is more than kMaxRunQueueShare of the blocks.
+bool crowded_off_cores(double wait_s, double wall_s);
 
 }  // namespace mpscheck

@@ -3,6 +3,7 @@
 // and name. Never installed; tests load it with --plugin-dir.
 #include <mpscheck/plugin.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <cstdlib>
@@ -10,6 +11,12 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <vector>
+
+#if defined(__linux__)
+#include <pthread.h>
+#include <sched.h>
+#endif
 
 namespace {
 
@@ -33,8 +40,9 @@ const FaultSpec kFaults[] = {
     {"nan", Fault::Nan},
     {"wrong", Fault::Wrong},
     {"slow", Fault::Slow},
-    // The CPU reference waits 2 ms per iteration without computing: what a reference preempted by
-    // other work on a busy machine looks like. Its target is not faster, and must not be called so.
+    // The CPU reference is crowded off its core for 2 ms per iteration by spinning threads: what a
+    // reference on a machine busy with other work lives through (its thread waits in the run
+    // queue). Its target is not faster, and must not be called so.
     {"stalled_reference", Fault::StalledReference},
 };
 
@@ -91,8 +99,50 @@ class FaultInstance final : public Instance {
 
   void iterate() override {
     compute();
-    if (fault_ == Fault::Slow || fault_ == Fault::StalledReference)
-      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    if (fault_ == Fault::Slow) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    if (fault_ == Fault::StalledReference) crowd_the_cores(std::chrono::milliseconds(2));
+  }
+
+  // Other work takes the reference's core for `how_long`. On Linux the calling thread is pinned to
+  // the core it is on, two spinning threads are started there (they inherit the pin), and the
+  // caller yields to them until the deadline: it is runnable and waiting in that core's run queue
+  // for nearly all of it (98% of its wall time here, under a build and idle alike), which is what
+  // the busy rule reads. Spinners spread over every core instead, with the caller spinning among
+  // them, left it to the scheduler whether the caller waited: here it waited 1-16% of the time,
+  // and CI's machine called the stalled case 120x faster. (Threads joined inside a timed block are
+  // gone by its end, with their own waiting, so only the caller's waiting can be read.)
+  static void crowd_the_cores(std::chrono::milliseconds how_long) {
+    const auto until = std::chrono::steady_clock::now() + how_long;
+    auto spin = [until] {
+      volatile unsigned long spins = 0;
+      while (std::chrono::steady_clock::now() < until) spins = spins + 1;
+    };
+#if defined(__linux__)
+    cpu_set_t saved;
+    CPU_ZERO(&saved);
+    bool pinned = false;
+    const int cpu = ::sched_getcpu();
+    if (cpu >= 0 && ::pthread_getaffinity_np(::pthread_self(), sizeof saved, &saved) == 0) {
+      cpu_set_t here;
+      CPU_ZERO(&here);
+      CPU_SET(cpu, &here);
+      pinned = ::pthread_setaffinity_np(::pthread_self(), sizeof here, &here) == 0;
+    }
+#else
+    const bool pinned = false;
+#endif
+    std::vector<std::thread> spinners;
+    const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+    for (unsigned i = 0; i < (pinned ? 2 : 2 * cores); ++i) spinners.emplace_back(spin);
+    if (pinned) {
+      while (std::chrono::steady_clock::now() < until) std::this_thread::yield();
+    } else {
+      spin();
+    }
+    for (auto& t : spinners) t.join();
+#if defined(__linux__)
+    if (pinned) ::pthread_setaffinity_np(::pthread_self(), sizeof saved, &saved);
+#endif
   }
 
  private:

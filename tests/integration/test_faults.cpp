@@ -106,35 +106,27 @@ TEST_F(FaultRun, PlantedCatalogOpIsAMismatchOfThePlantedSize) {
 }
 
 TEST_F(FaultRun, SlowTargetIsSlowerAndStillPasses) {
-  // A round the busy-machine rule refused claims nothing; the case is timed again alone, up to
-  // twice, as test_jobs does. After three busy runs, the last round must have measured it slower.
-  nlohmann::json slow = at("op/faults/slow");
-  for (int attempt = 2; attempt <= 3 && slow.value("host_busy", false); ++attempt) {
-    const std::string again = fresh_dir("faults-slow-again");
-    const CommandResult r = run_mpscheck({"--filter", "^op/faults/slow$", "--plugin-dir", test_plugins_dir(),
-                                          "--target", "cpu", "--quick", "--timeout", "10", "--min-time", "0.02"},
-                                         again);
-    ASSERT_EQ(r.exit_code, 0) << r.err;
-    slow = cases_by_id(read_json_file(again + "/mpscheck-report/report.json")).at("op/faults/slow");
-    std::cerr << "attempt " << attempt << ": " << slow["speed_class"] << ", " << slow["speed_note"] << "\n";
-  }
+  // Once, with no retry: on a quiet machine the busy rule reads the run queue, and a reference whose
+  // threads sleep at a barrier is no busy round.
+  const nlohmann::json& slow = at("op/faults/slow");
   EXPECT_EQ(slow["status"], "pass");
   EXPECT_LT(slow["speedup"].get<double>(), 0.5);
-  if (slow.value("host_busy", false)) {
-    EXPECT_NE(slow["speed_note"].get<std::string>().find("x (slower), but the CPU reference"), std::string::npos)
-        << slow["speed_note"];
-    std::cerr << "three busy runs in a row; each measured the planted kernel slower\n";
-  } else {
-    EXPECT_EQ(slow["speed_class"], "slower") << slow["speed_note"];
-  }
-  // A CPU reference that waits without computing (a busy machine) makes its target look 100x
-  // faster in both rounds; no claim may rest on such times.
+  EXPECT_EQ(slow["speed_class"], "slower") << slow["speed_note"];
+  EXPECT_FALSE(slow.value("host_busy", false)) << slow["speed_note"];
+  ASSERT_TRUE(slow.contains("timing_load")) << slow.dump();
+  // A CPU reference crowded off its cores (a busy machine) makes its target look faster in every
+  // round; no claim may rest on such times, and the note says how long its threads waited.
   const auto& stalled = at("op/faults/stalled_reference");
   EXPECT_EQ(stalled.at("status"), "pass");
   EXPECT_EQ(stalled.at("speed_class"), "similar") << stalled.at("speed_note");
   EXPECT_NE(stalled.at("speed_note").get<std::string>().find("the machine was busy"), std::string::npos)
       << stalled.at("speed_note");
   EXPECT_GT(stalled.at("speedup").get<double>(), 2.0) << "the figures are still shown, only the claim is withheld";
+#if defined(__linux__)
+  EXPECT_NE(stalled.at("speed_note").get<std::string>().find("threads waited"), std::string::npos)
+      << stalled.at("speed_note");
+  EXPECT_GT(stalled.at("timing_load").at("run_queue_wait").get<double>(), 0.1) << stalled.dump();
+#endif
 }
 
 TEST_F(FaultRun, HealthyCasesAroundTheFaultsPass) {
@@ -361,7 +353,13 @@ TEST(Localisation, TrainingBlowUpNamesItsStepsAndTheLayerWithTheBrokenBackward) 
   EXPECT_TRUE(c.at("outputs").at(0).at("ok").get<bool>()) << c.at("outputs").at(0);
   EXPECT_EQ(c.at("outputs").at(0).at("name"), "loss/step0");
   EXPECT_NE(message.find("first left tolerance at loss/step1"), std::string::npos) << message;
-  EXPECT_EQ(message.rfind("loss/step", 0), 0u) << message;  // the first non-finite step leads
+  // The 1000x is in the model's own backward, not in an ATen kernel: every recorded call replays
+  // right alone, the message says so first, and then the first non-finite step leads.
+  const std::string whole = "no ATen call of the model is wrong alone on the target";
+  EXPECT_EQ(message.rfind(whole, 0), 0u) << message;
+  const size_t network = message.find(". ", message.find("the network diverges as a whole"));
+  ASSERT_NE(network, std::string::npos) << message;
+  EXPECT_EQ(message.compare(network + 2, 9, "loss/step"), 0) << message;
   // ...and the float64 figures quoted are that step's: an infinite loss has an infinite RMSE.
   EXPECT_NE(message.find("the target's RMSE is inf"), std::string::npos) << message;
   EXPECT_EQ(c["first_diverging_layer"].get<std::string>().rfind("backward/fc2.", 0), 0u) << message;

@@ -3,6 +3,8 @@
 // checked, and a reference time from a busy round is never stored for --reuse-reference-times.
 #include "checks/case_host.hpp"
 #include "checks/timed_rounds.hpp"
+#include "checks/timing.hpp"
+#include "crowd_cores.hpp"
 
 #include <mpscheck/model.hpp>
 #include <mpscheck/op.hpp>
@@ -11,6 +13,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstring>
@@ -165,21 +168,31 @@ TEST(Clocks, TimedTrainingReplaysTheCheckedSteps) {
 
 namespace {
 
-// A case whose every iteration sleeps: its CPU reference holds almost no core while timed, what a
-// reference on a machine busy with other work looks like to the clock.
+// A case whose every iteration sleeps: its threads hold almost no core while timed, as an intra-op
+// worker waiting at a barrier does, on a quiet machine.
 class SleepingInstance final : public Instance {
  public:
   Outputs run() override { return {{"out", at::zeros({1})}}; }
   void iterate() override { std::this_thread::sleep_for(std::chrono::microseconds(200)); }
 };
 
-class SleepingWorkload final : public Workload {
+// A case whose every iteration is crowded off the cores: twice as many spinning threads as there
+// are cores spin beside it for 1 ms, so its threads wait in the run queue as on a busy machine.
+class CrowdedInstance final : public Instance {
  public:
-  std::string id() const override { return "op/test/sleep/f32/contiguous/forward"; }
+  Outputs run() override { return {{"out", at::zeros({1})}}; }
+  void iterate() override { crowd_.crowd(std::chrono::milliseconds(1)); }
+
+ private:
+  mpscheck::testing::CoreCrowd crowd_;
+};
+
+template <class I>
+class TimedWorkload final : public Workload {
+ public:
+  std::string id() const override { return "op/test/timed/f32/contiguous/forward"; }
   Kind kind() const override { return Kind::Op; }
-  std::unique_ptr<Instance> instantiate(const Setup&, const Placement&) const override {
-    return std::make_unique<SleepingInstance>();
-  }
+  std::unique_ptr<Instance> instantiate(const Setup&, const Placement&) const override { return std::make_unique<I>(); }
 };
 
 // A host that times a workload's instances on the CPU and keeps the reference time it is given.
@@ -206,15 +219,16 @@ class TimingHost final : public CaseHost {
 
 }  // namespace
 
-// --reuse-reference-times: a reference time measured while the reference could not hold its core
-// used to be stored, and a later run's target-alone screen then settled against it for good.
+// --reuse-reference-times: a reference time measured while other work crowded the reference off
+// its cores used to be stored, and a later run's target-alone screen then settled against it for good.
 TEST(Clocks, AReferenceTimeFromABusyRoundIsNotStored) {
-  const SleepingWorkload w;
+  const TimedWorkload<CrowdedInstance> w;
   TimingHost host(w);
   const auto tgt = w.instantiate(mpscheck::Setup{}, Placement{});
   std::unique_ptr<Instance> ref;
   CaseResult r;
   time_case(host, TimingPlan{0.01, false}, c10::Device(c10::kCPU), c10::kFloat, *tgt, ref, r);
   ASSERT_TRUE(r.reference_time.has_value());  // the case is still timed and classed
+  EXPECT_TRUE(r.host_busy) << r.speed_note;
   EXPECT_FALSE(host.kept.has_value());
 }

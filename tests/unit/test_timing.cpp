@@ -66,6 +66,20 @@ TEST(Timing, BusyHostIsACpuReferenceHoldingLessThanACore) {
   EXPECT_FALSE(host_was_busy(0, 0));       // nothing measured, nothing to say
 }
 
+// Where the run queue is read (Linux), a reference's CPU share is not the rule: a reference that
+// sleeps 200 us per iteration holds 5% of a core on a quiet machine and its threads wait for no
+// CPU, which the share rule called busy; the same reference beside six compilers on two cores
+// waited 47% of its blocks in the run queue (measured here), and that is busy.
+TEST(Timing, ARoundIsBusyWhenItsThreadsWaitedForACpu) {
+  EXPECT_TRUE(host_was_busy(0.05, 1.0)) << "the share rule's false alarm";
+  EXPECT_FALSE(crowded_off_cores(0.0, 1.0));
+  EXPECT_FALSE(crowded_off_cores(0.09, 1.0));
+  EXPECT_TRUE(crowded_off_cores(0.11, 1.0));
+  EXPECT_TRUE(crowded_off_cores(0.47, 1.0));
+  EXPECT_TRUE(crowded_off_cores(3.0, 1.0));  // waits are summed over threads: several may wait at once
+  EXPECT_FALSE(crowded_off_cores(0.5, 0));   // nothing timed, nothing to say
+}
+
 // A reference on several intra-op threads holds several cores on a quiet machine; the rule compares
 // its share with that, not with one core. Four threads holding two cores ran 2x slow: busy.
 TEST(Timing, BusyHostIsJudgedAgainstTheReferencesQuietShare) {
