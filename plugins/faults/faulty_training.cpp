@@ -1,16 +1,21 @@
-// A model trained through the SDK's own training path (model::ModelDef) whose target side has a
-// broken backward in one layer ("fc2"): the forward is bit-identical on both sides, the gradient
-// through fc2 is 1000x too large on the target. Like the seeds' VAE on MPS, the loss agrees at
-// step 0, drifts, then blows up to Inf/NaN; the case must be `nan`, name the step where the loss
-// left tolerance, and localise the divergence to fc2's backward.
+// Models trained through the SDK's own training path (model::ModelDef) whose target side has a
+// broken backward in one layer, the forward bit-identical on both sides:
+//  - planted_backward: the gradient through fc2 is 1000x too large. Like the seeds' VAE on MPS, the
+//    loss agrees at step 0, drifts, then blows up to Inf/NaN; the case must be `nan`, name the step
+//    where the loss left tolerance, and localise the divergence to fc2's backward.
+//  - channel_gradient: on the first training step only, the weight gradient of fc2's output channel
+//    5 is 3% low (issue 47: a few percent on one channel of one step, in every dtype). No loss
+//    shows it beyond rounding; the first-step gradient grad0/fc2.weight must be a mismatch naming it.
 #include <mpscheck/model.hpp>
 
 namespace {
 
 using namespace mpscheck;
 
-// Set while a target-side instance computes; read by the network's forward.
+// Set while a target-side instance computes; read by the network's forward. `forwards` counts the
+// forward passes of the target's current run (its first is the first training step's).
 thread_local bool planting = false;
+thread_local int forwards = 0;
 
 struct PlantedMlpImpl : torch::nn::Module {
   PlantedMlpImpl()
@@ -32,6 +37,35 @@ struct PlantedMlpImpl : torch::nn::Module {
 };
 TORCH_MODULE(PlantedMlp);
 
+// Same value, gradient scaled: `factor` (one per row of `w`) times the gradient reaching `w`.
+at::Tensor gradient_scaled(const at::Tensor& w, const at::Tensor& factor) {
+  return w.detach() + (w - w.detach()) * factor.unsqueeze(1).to(w.dtype());
+}
+
+struct ChannelMlpImpl : torch::nn::Module {
+  static constexpr int64_t kWidth = 64, kChannel = 5;
+  ChannelMlpImpl()
+      : fc1(register_module("fc1", torch::nn::Linear(32, kWidth))),
+        fc2(register_module("fc2", torch::nn::Linear(kWidth, kWidth))),
+        fc3(register_module("fc3", torch::nn::Linear(kWidth, 8))) {}
+
+  torch::Tensor forward(torch::Tensor x) {
+    using model::tap;
+    x = torch::tanh(tap("fc1", fc1->forward(x)));
+    at::Tensor w = fc2->weight;
+    if (planting && forwards++ == 0) {
+      at::Tensor factor = at::ones({kWidth}, w.options().dtype(at::kFloat));
+      factor[kChannel] = 0.97;
+      w = gradient_scaled(w, factor);
+    }
+    x = torch::tanh(tap("fc2", torch::nn::functional::linear(x, w, fc2->bias)));
+    return tap("fc3", fc3->forward(x));
+  }
+
+  torch::nn::Linear fc1, fc2, fc3;
+};
+TORCH_MODULE(ChannelMlp);
+
 model::ModelDef<PlantedMlp> planted_def() {
   model::ModelDef<PlantedMlp> d;
   d.name = "faults/planted_backward";
@@ -46,6 +80,23 @@ model::ModelDef<PlantedMlp> planted_def() {
     return std::make_unique<torch::optim::SGD>(std::move(params), torch::optim::SGDOptions(0.05));
   };
   d.steps = d.quick_steps = 8;
+  return d;
+}
+
+model::ModelDef<ChannelMlp> channel_def() {
+  model::ModelDef<ChannelMlp> d;
+  d.name = "faults/channel_gradient";
+  d.tags = {"faults", "test-only"};
+  d.build = [](model::Mode) { return ChannelMlp(); };
+  d.batch = [](model::Mode, at::Generator& gen) {
+    return model::Batch{{at::randn({128, 32}, gen)}, at::randn({128, 8}, gen)};
+  };
+  d.forward = [](ChannelMlp& net, const model::Batch& b) { return net->forward(b.inputs[0]); };
+  d.loss = [](const at::Tensor& out, const model::Batch& b) { return torch::mse_loss(out, b.target); };
+  d.optimizer = [](std::vector<at::Tensor> params) {
+    return std::make_unique<torch::optim::SGD>(std::move(params), torch::optim::SGDOptions(0.05));
+  };
+  d.steps = d.quick_steps = 2;
   return d;
 }
 
@@ -68,16 +119,17 @@ class PlantedInstance final : public Instance {
 
  private:
   struct Planting {
-    explicit Planting(bool on) { planting = on; }
+    explicit Planting(bool on) { planting = on, forwards = 0; }
     ~Planting() { planting = false; }
   };
   std::unique_ptr<Instance> inner_;
   bool target_;
 };
 
+template <class Net>
 class PlantedTraining final : public Workload {
  public:
-  explicit PlantedTraining(bool train) : inner_(planted_def(), train) {}
+  PlantedTraining(model::ModelDef<Net> def, bool train) : inner_(std::move(def), train) {}
   std::string id() const override { return inner_.id(); }
   Kind kind() const override { return Kind::Model; }
   std::vector<std::string> tags() const override { return inner_.tags(); }
@@ -87,12 +139,14 @@ class PlantedTraining final : public Workload {
   }
 
  private:
-  model::ModelWorkload<PlantedMlp> inner_;
+  model::ModelWorkload<Net> inner_;
 };
 
 }  // namespace
 
 MPSCHECK_CATALOG(faulty_training) {
-  catalog.add(std::make_unique<PlantedTraining>(false));
-  catalog.add(std::make_unique<PlantedTraining>(true));
+  for (const bool train : {false, true}) {
+    catalog.add(std::make_unique<PlantedTraining<PlantedMlp>>(planted_def(), train));
+    catalog.add(std::make_unique<PlantedTraining<ChannelMlp>>(channel_def(), train));
+  }
 }
