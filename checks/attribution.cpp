@@ -70,7 +70,8 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 class GoldJudge {
  public:
   GoldJudge(Attribution& a, const at::Tensor& gold, const at::Tensor& reference, const at::Tensor& target,
-            c10::ScalarType target_dtype, const Tolerance& tol, const at::Tensor& rounded, const at::Tensor& witness);
+            c10::ScalarType target_dtype, const Tolerance& tol, const at::Tensor& rounded, const at::Tensor& witness,
+            const at::Tensor& emulated, const at::Tensor& magnitude);
   void sum_errors();
   void rmse_rule();
   void spread_by_magnitude();
@@ -80,22 +81,30 @@ class GoldJudge {
 
  private:
   // Hands `pass` each chunk of 1M elements in double: its first element's index, its length, and its
-  // gold, reference, target, baseline (rounded to the target dtype) and witness elements.
+  // gold, reference, target, baseline (rounded to the target dtype), witness, rounded-operation
+  // baseline and magnitude (an update's parameter; 0 without one) elements.
   template <class Pass>
   void for_each_chunk(Pass&& pass) const;
   // Gold beyond what the target dtype can hold (float32's -3.4e38 mask is float64's -1.8e308):
   // a non-finite position, never a finite difference of 1e308.
   bool representable(double g) const { return std::isfinite(g) && std::abs(g) < beyond_; }
-  // The honest error at an element: float32's, and for reduced precision the rounded baseline's
-  // and the witness's.
-  double local_error(double g, double r, double b, double w) const {
+  // The honest error at an element: float32's, and for reduced precision the rounded baseline's,
+  // the witness's and the rounded-operation baseline's.
+  double local_error(double g, double r, double b, double w, double e) const {
     double local = std::isfinite(r) ? std::abs(r - g) : 0.0;
     if (reduced_ && std::isfinite(b)) local = std::max(local, std::abs(b - g));
     if (reduced_ && std::isfinite(w)) local = std::max(local, std::abs(w - g));
+    if (reduced_ && std::isfinite(e)) local = std::max(local, std::abs(e - g));
     return local;
   }
   // The dtype's own rounding of an element of magnitude `mag`: a few units of it, or of the subnormals.
   double rounding(double mag) const { return tol_.chains * kRoundingUnits * (u_ * mag + tiny_); }
+  // The magnitude an element is rounded at: its own, or for training state the largest of its own,
+  // its parameter's (an update) and the unit floor (Tolerance::unit_floor).
+  double unit_magnitude(double g, double m) const {
+    return tol_.training_state ? std::max({std::abs(g), std::isfinite(m) ? std::abs(m) : 0.0, tol_.unit_floor})
+                               : std::abs(g);
+  }
   void count_bad(std::int64_t at, double g, double t, double allowed);
 
   Attribution& a_;
@@ -103,7 +112,7 @@ class GoldJudge {
   c10::ScalarType target_dtype_;
   bool reduced_, witnessed_;
   std::int64_t n_;
-  at::Tensor g_, r_, t_, b_, w_;
+  at::Tensor g_, r_, t_, b_, w_, e_, m_;
   double u_ = 0, beyond_ = 0, extreme_ = 0, tiny_ = 0;
   // Pass 1's sums: each side's RMSE against gold, gold's RMS, the honest error overall and per
   // magnitude bin (its RMS and its peak), and per bin the target's errors and gold's magnitudes.
@@ -128,7 +137,7 @@ class GoldJudge {
 
 GoldJudge::GoldJudge(Attribution& a, const at::Tensor& gold, const at::Tensor& reference, const at::Tensor& target,
                      c10::ScalarType target_dtype, const Tolerance& tol, const at::Tensor& rounded,
-                     const at::Tensor& witness)
+                     const at::Tensor& witness, const at::Tensor& emulated, const at::Tensor& magnitude)
     : a_(a), tol_(tol), target_dtype_(target_dtype), reduced_(is_reduced(target_dtype)), n_(gold.numel()) {
   a_.dtype = dtype_name(target_dtype);
   g_ = gold.detach().to(at::kCPU).reshape({-1});
@@ -143,6 +152,12 @@ GoldJudge::GoldJudge(Attribution& a, const at::Tensor& gold, const at::Tensor& r
   a_.witnessed = witnessed_;
   paired_ = witnessed_ && usable && !tol.network;
   w_ = witnessed_ ? witness.detach().to(at::kCPU).reshape({-1}) : g_;
+  // Without them, gold itself: the rounded-operation baseline adds nothing, nor a magnitude 0.
+  auto same_shape = [&](const at::Tensor& x) {
+    return x.defined() && x.sizes() == gold.sizes() && c10::isFloatingType(x.scalar_type());
+  };
+  e_ = reduced_ && same_shape(emulated) ? emulated.detach().to(at::kCPU).reshape({-1}) : g_;
+  m_ = same_shape(magnitude) ? magnitude.detach().to(at::kCPU).reshape({-1}) : at::zeros_like(g_);
   const c10::ScalarType rounding_dtype = reduced_                              ? target_dtype
                                          : target.scalar_type() == at::kDouble ? at::kFloat
                                                                                : target.scalar_type();
@@ -169,9 +184,11 @@ void GoldJudge::for_each_chunk(Pass&& pass) const {
     const std::int64_t len = std::min(kChunk, n_ - begin);
     const at::Tensor gc = chunk(g_, begin, len, false), rc = chunk(r_, begin, len, false),
                      tc = chunk(t_, begin, len, false), bc = chunk(b_, begin, len, reduced_),
-                     wc = chunk(w_, begin, len, false);
+                     wc = chunk(w_, begin, len, false), ec = chunk(e_, begin, len, false),
+                     mc = chunk(m_, begin, len, false);
     pass(begin, len, gc.const_data_ptr<double>(), rc.const_data_ptr<double>(), tc.const_data_ptr<double>(),
-         bc.const_data_ptr<double>(), wc.const_data_ptr<double>());
+         bc.const_data_ptr<double>(), wc.const_data_ptr<double>(), ec.const_data_ptr<double>(),
+         mc.const_data_ptr<double>());
   }
 }
 
@@ -179,7 +196,7 @@ void GoldJudge::for_each_chunk(Pass&& pass) const {
 // the honest error per magnitude bin, and the signed sums of the bias rule.
 void GoldJudge::sum_errors() {
   for_each_chunk([&](std::int64_t begin, std::int64_t len, const double* g, const double* r, const double* t,
-                     const double* b, const double* w) {
+                     const double* b, const double* w, const double* e, const double* m) {
     for (std::int64_t i = 0; i < len; ++i) {
       if (!std::isfinite(t[i]) && std::isfinite(r[i])) {
         ++a_.target_nonfinite;
@@ -200,8 +217,8 @@ void GoldJudge::sum_errors() {
       else
         t_nonfinite_ = true;
       // The honest error per magnitude: float32's, and for reduced precision the baseline's and witness's.
-      const double local = local_error(g[i], r[i], b[i], w[i]);
-      const int bin = magnitude_bin(g[i]);
+      const double local = local_error(g[i], r[i], b[i], w[i], e[i]);
+      const int bin = magnitude_bin(unit_magnitude(g[i], m[i]));
       bins_[bin].add(local);
       bin_max_[bin] = std::max(bin_max_[bin], local);
       if (!reduced_) continue;
@@ -278,7 +295,7 @@ void GoldJudge::spread_by_magnitude() {
 // half their value fails it even where the per-element rule's pooled peak, set by an honest
 // cancellation at that magnitude, forgives each one.
 void GoldJudge::band_rule() {
-  if (!reduced_ || tol_.trajectory) return;
+  if (!reduced_ || tol_.trajectory || tol_.training_state) return;
   ScaledSquares band_t, band_h, band_g;
   int band_first = -1;
   for (int k = 0; k < kBins; ++k) {
@@ -320,7 +337,7 @@ void GoldJudge::element_rule() {
   const double global_spread = kSpreadMultiplier * a_.baseline + tol_.atol;
   auto same = [](double x, double y) { return (std::isnan(x) && std::isnan(y)) || x == y; };
   for_each_chunk([&](std::int64_t begin, std::int64_t len, const double* g, const double* r, const double* t,
-                     const double* b, const double* w) {
+                     const double* b, const double* w, const double* e, const double* m) {
     for (std::int64_t i = 0; i < len; ++i) {
       bool bad;
       double allowed = 0;
@@ -336,14 +353,15 @@ void GoldJudge::element_rule() {
       } else {
         const double err = std::abs(t[i] - g[i]);
         if (std::isfinite(r[i]) && std::abs(t[i] - r[i]) <= tol_.atol + tol_.rtol * std::abs(r[i])) continue;
-        const double local = local_error(g[i], r[i], b[i], w[i]);
+        const double local = local_error(g[i], r[i], b[i], w[i], e[i]);
+        const double mag = unit_magnitude(g[i], m[i]);
         // The magnitude's spread plus the fast path's atol (for float16/bfloat16 scale-relative, and
         // 0 for outputs of one rounding per element); float32 keeps at least the whole output's
         // spread, and training state only that (compare.hpp).
-        const double floor = std::abs(g[i]) <= noise_floor_ ? noise_floor_ : 0.0;
-        const double pooled = std::max(pooled_[magnitude_bin(g[i])], floor) + tol_.atol;
+        const double floor = mag <= noise_floor_ ? noise_floor_ : 0.0;
+        const double pooled = std::max(pooled_[magnitude_bin(mag)], floor) + tol_.atol;
         const double spread = tol_.trajectory ? global_spread : reduced_ ? pooled : std::max(global_spread, pooled);
-        allowed = kElementMultiplier * local + spread + rounding(std::abs(g[i]));
+        allowed = kElementMultiplier * local + spread + rounding(mag);
         bad = err > allowed;
         a_.excess.element = std::max(a_.excess.element, excess_of(err, allowed));
       }
@@ -354,7 +372,8 @@ void GoldJudge::element_rule() {
 
 // The bias rule: a systematic error that honest rounding does not show.
 void GoldJudge::bias_rule() {
-  if (!reduced_ || tol_.trajectory || !(magnitude_ > 0) || !std::isfinite(magnitude_)) return;
+  // Training state: a bias is a structure of its whole output, judged in units (attribute_with_gold).
+  if (!reduced_ || tol_.trajectory || tol_.training_state || !(magnitude_ > 0) || !std::isfinite(magnitude_)) return;
   a_.bias_target = bias_t_ / magnitude_;
   a_.bias_honest = std::max({std::abs(bias_r_), std::abs(bias_b_), std::abs(bias_w_)}) / magnitude_;
   const double count = static_cast<double>(std::max<std::int64_t>(honest_.n, 1));
@@ -393,7 +412,7 @@ void GoldJudge::bias_rule() {
 
 Attribution attribute_with_gold(const at::Tensor& gold, const at::Tensor& reference, const at::Tensor& target,
                                 c10::ScalarType target_dtype, const Tolerance& tol, const at::Tensor& rounded,
-                                const at::Tensor& witness) {
+                                const at::Tensor& witness, const at::Tensor& emulated, const at::Tensor& magnitude) {
   Attribution a;
   if (!gold.defined() || !reference.defined() || !target.defined() || gold.sizes() != target.sizes() ||
       gold.sizes() != reference.sizes())
@@ -402,43 +421,41 @@ Attribution attribute_with_gold(const at::Tensor& gold, const at::Tensor& refere
       !c10::isFloatingType(reference.scalar_type()))
     return a;  // integers are exact contracts and complex values have no gold rule: never forgiven
   at::NoGradGuard no_grad;
-  GoldJudge judge(a, gold, reference, target, target_dtype, tol, rounded, witness);
+  GoldJudge judge(a, gold, reference, target, target_dtype, tol, rounded, witness, emulated, magnitude);
   judge.sum_errors();
   judge.rmse_rule();
   judge.spread_by_magnitude();
   judge.band_rule();
   judge.element_rule();
   judge.bias_rule();
+  const bool usable = rounded.defined() && rounded.sizes() == gold.sizes();
+  if (is_reduced(target_dtype) && !tol.trajectory && tol.training_state) {
+    // Training state: each element within what the honest sides make there, and no group of it
+    // biased or scattered beyond the honest side's own, all in units of the dtype's rounding.
+    a.training_state = true;
+    const bool emulated_usable = emulated.defined() && emulated.sizes() == gold.sizes();
+    a.honest = a.witnessed       ? "the CPU's own " + a.dtype + " run"
+               : emulated_usable ? "float32 with every operation's result rounded to " + a.dtype
+                                 : "float32 from " + a.dtype + "-rounded inputs";
+    StructureOptions options;
+    options.floor = tol.unit_floor;
+    options.magnitude = magnitude;
+    options.training_state = true;
+    options.honest = a.honest;
+    const at::Tensor honest = a.witnessed ? witness : emulated_usable ? emulated : at::Tensor();
+    a.structure = test_structure(gold, target, usable ? rounded : at::Tensor(), honest, target_dtype, options);
+    a.structure_ok = a.structure.ok && a.structure.scatter_ok;
+    a.target_ok = a.bad_elements == 0 && a.structure_ok;
+    return a;
+  }
   // An op's output an honest kernel rounds once, or a witnessed network's forward output (Tolerance::structure).
   if (is_reduced(target_dtype) && !tol.trajectory && tol.structure && (a.witnessed || !tol.network)) {
-    const bool usable = rounded.defined() && rounded.sizes() == gold.sizes();
     a.structure = test_structure(gold, target, usable ? rounded : at::Tensor(), a.witnessed ? witness : at::Tensor(),
                                  target_dtype);
     a.structure_ok = a.structure.ok;
   }
   a.target_ok = a.rmse_ok && a.bad_elements == 0 && a.bias_ok && a.band_ok && a.structure_ok;
   return a;
-}
-
-void FamilyEnvelope::add(const Attribution& witness) {
-  if (!witness.measured) return;
-  auto widen = [](double& worst, double figure) {
-    if (std::isfinite(figure)) worst = std::max(worst, figure);
-  };
-  widen(worst.rmse, witness.excess.rmse);
-  widen(worst.element, witness.excess.element);
-  widen(worst.band, witness.excess.band);
-  widen(worst.bias, witness.excess.bias);
-}
-
-bool within_family(const Attribution& target, const FamilyEnvelope& envelope) {
-  // A structure (one slice, one block, one band biased) is no scatter a family of outputs shows.
-  if (!target.measured || !target.structure_ok) return false;
-  auto within = [](double figure, double worst) {
-    return std::isfinite(figure) && figure <= std::max(kFamilyFloor, kFamilyMultiplier * worst);
-  };
-  return within(target.excess.rmse, envelope.worst.rmse) && within(target.excess.element, envelope.worst.element) &&
-         within(target.excess.band, envelope.worst.band) && within(target.excess.bias, envelope.worst.bias);
 }
 
 double pooled_scale(const std::vector<std::pair<at::Tensor, at::Tensor>>& witness_target) {

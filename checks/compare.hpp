@@ -179,8 +179,8 @@ struct Attribution {
   bool band_ok = true;
   double band_low = 0, band_high = 0, band_target_rms = 0, band_allowed = 0, band_excess = 0;
   std::int64_t band_count = 0;
-  // The structure rule (float16/bfloat16 only): its worst group and whether it holds. A family rule
-  // never forgives it (within_family).
+  // The structure rule (float16/bfloat16 only): its worst group and whether it holds. For training
+  // state (Tolerance::training_state) it holds only if the scatter test does too.
   bool structure_ok = true;
   StructureTest structure;
   // Whether the CPU's own run in the target dtype took part (the witness).
@@ -194,19 +194,28 @@ struct Attribution {
   // Each rule's figure over what it allows, worst case (a rule holds at <= 1): the RMSE over its
   // allowance, the worst element over its own allowance (elements inside the plain tolerance take
   // no part; a non-finite target where one is not allowed is infinite), the worst band, and the
-  // bias. Measured whether or not the rule holds, so an honest run's figures can calibrate a
-  // family of outputs (FamilyEnvelope).
+  // bias. Measured whether or not the rule holds.
   struct Excess {
     double rmse = 0, element = 0, band = 0, bias = 0;
   } excess;
-  // Set when the output passed only by the family rule (within_family).
-  bool by_family = false;
+  // Judged by the training-state rule (Tolerance::training_state): the per-element rule in units
+  // of the dtype's rounding, the structure rule and its scatter test against `honest`, the side
+  // that measured what honest rounding gives ("the CPU's own bfloat16 run", "float32 with every
+  // operation's result rounded to bfloat16"). The RMSE, band and bias rules take no part.
+  bool training_state = false;
+  std::string honest;
+  // The update elements judged as the honest side's, their first-step gradient undetermined in sign
+  // (kStructure.undetermined_margin).
+  std::int64_t undetermined = 0;
   // Set by mark_chaotic (checks/verdict.hpp): the target differs from the witness by no more than
   // kChaosMultiplier times what the witness differs from itself with its parameters and layers one
   // unit away.
   // Not judged: neither a pass nor a finding. The two RMS differences, for the message.
   bool chaotic = false;
   double chaos_target = 0, chaos_honest = 0;
+  // Set when chaos was measured on a CPU target: from the rounded-operation baseline, with the
+  // target's own run nudged (mark_chaotic's `nudged_from`).
+  bool chaos_from_target = false;
   // Set by judge_training_family when the output's family is scaled against the witness beyond
   // what chaos explains: a systematic error, which mark_chaotic never excuses.
   bool systematic = false;
@@ -225,34 +234,24 @@ constexpr double kBiasMultiplier = 3;
 constexpr double kBiasSigmas = 6;
 constexpr double kBiasUnits = 1;
 constexpr std::int64_t kBiasBatches = 32;
+// Training state (Tolerance::training_state: a network's gradients and updates in float16/bfloat16)
+// takes two more honest sides: `emulated`, the rounded-operation baseline (checks/rounded_ops.hpp),
+// whose error joins `local` like the witness's, and which is the honest side of its structure rule
+// where there is no witness; and `magnitude`, for an update its parameter, at whose magnitude the
+// update's elements are rounded. Elements below Tolerance::unit_floor are judged at the floor.
 Attribution attribute_with_gold(const at::Tensor& gold, const at::Tensor& reference, const at::Tensor& target,
                                 c10::ScalarType target_dtype, const Tolerance& tol, const at::Tensor& rounded = {},
-                                const at::Tensor& witness = {});
+                                const at::Tensor& witness = {}, const at::Tensor& emulated = {},
+                                const at::Tensor& magnitude = {});
 
-// A family of outputs judged together: a training case's first-step gradients and parameter
-// updates on a witnessed float16/bfloat16 target. Each is a network's backward pass, where the
-// roundings of every layer compound and small gradients change sign; judged one by one, a hundred
-// of them give an honest device a hundred chances to land just past a rule by chance. The CPU's own
-// run in the dtype (the witness), judged by the same rules against float32 and the rounded
-// baseline, shows how far past each rule honest rounding reaches on this family. A target's output
-// that fails a rule is forgiven within kFamilyMultiplier times the witness's worst figure for that
-// rule over the whole family, and at least kFamilyFloor times the rule (a hundred outputs, one
-// witness: measured, an honest sim lands at 1.34x one output's element rule where the witness keeps
-// within 0.2x). Non-finite figures never widen it, and a non-finite target figure is never forgiven.
-// Forgiving the family takes one more condition, checked by the caller: the family's scale. Over
-// all first-step gradients, and over all updates, the RMS of the target's elements must be within
+// A family's scale: a training case's first-step gradients, and its updates, on a witnessed
+// float16/bfloat16 target. Each output is judged by its own rules; the family by one more. Over all
+// first-step gradients, and over all updates, the RMS of the target's elements must be within
 // kFamilyScale of the witness's. Honest rounding moves single elements both ways and leaves the
 // whole family's size alone (measured on the sim's ulp-noise control: within 0.43% for the
 // gradients of resnet18, gpt2_tiny, mnist_cnn and mlp), where a backward or optimizer step that is
 // off by a factor moves all of it (the sim's train-step plant: updates 7% to 9.5% smaller).
-struct FamilyEnvelope {
-  Attribution::Excess worst;  // the witness's worst figure per rule over the family
-  void add(const Attribution& witness);
-};
-constexpr double kFamilyMultiplier = 2, kFamilyFloor = 2, kFamilyScale = 0.02;
-// Whether `target` (measured, failing) keeps, on every rule, within the larger of kFamilyFloor and
-// kFamilyMultiplier times the witness's worst figure for that rule.
-bool within_family(const Attribution& target, const FamilyEnvelope& envelope);
+constexpr double kFamilyScale = 0.02;
 // The RMS of all the second tensors' finite elements over that of all the first's, pooled over the
 // pairs (witness, target); NaN when there is nothing to measure.
 double pooled_scale(const std::vector<std::pair<at::Tensor, at::Tensor>>& witness_target);

@@ -4,6 +4,8 @@
 // the installed SDK, whose target provides neither nlohmann::json nor these functions' bodies.
 #pragma once
 
+#include "checks/op_calls.hpp"
+
 #include <mpscheck/vocabulary.hpp>
 
 #include <nlohmann/json.hpp>
@@ -132,6 +134,12 @@ struct CaseResult {
   // The timing rule found the machine busy with other work while the case was timed: its times
   // carry no claim, and no comparison between cases (explore's speed search) may rest on them.
   bool host_busy = false;
+  // What the busy rule read over the case's timing rounds: the largest share of a side's timed
+  // blocks its threads spent waiting for a CPU (-1 where the platform does not say), and the
+  // smallest share of a core the reference's busiest thread held (-1 untimed).
+  double run_queue_wait = -1;
+  int crowded_blocks = 0;  // timed blocks set aside because other work crowded them off the cores
+  double reference_thread_share = -1;
   // --reference-cache: the CPU reference came from the cache; its time too (--reuse-reference-times).
   bool reference_cached = false;
   bool reference_time_reused = false;
@@ -158,6 +166,9 @@ struct CaseResult {
   std::string first_diverging_layer;
   int first_diverging_layer_call = 1;
   std::optional<OutputReport> layer;
+  // Model cases: the model's own ATen calls, each replayed alone on the target (checks/op_calls.hpp);
+  // absent for an op case, a model whose reference never ran, or an older report.
+  std::optional<OpReplay> op_replay;
   // --expect: a finding listed as known (with the file's reason), or a listed case that passed.
   bool expected = false;
   bool unexpected_pass = false;

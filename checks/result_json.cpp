@@ -168,6 +168,10 @@ void to_json(nlohmann::json& j, const CaseResult& r) {
   if (!r.speed_note.empty()) j["speed_note"] = text(r.speed_note);
   if (!r.later_call.empty()) j["later_call"] = text(r.later_call);
   if (r.host_busy) j["host_busy"] = true;
+  if (r.run_queue_wait >= 0 || r.reference_thread_share >= 0)
+    j["timing_load"] = {{"run_queue_wait", r.run_queue_wait},
+                        {"reference_thread_share", r.reference_thread_share},
+                        {"crowded_blocks", r.crowded_blocks}};
   if (r.reference_cached) j["reference_cached"] = true;
   if (r.reference_time_reused) j["reference_time_reused"] = true;
   if (!r.warnings.empty()) j["warnings"] = texts(r.warnings);
@@ -189,6 +193,7 @@ void to_json(nlohmann::json& j, const CaseResult& r) {
     if (r.layer) j["layer"] = *r.layer;
   }
   if (r.memory) j["memory"] = *r.memory;
+  if (r.op_replay) j["op_replay"] = *r.op_replay;
   if (!r.tier.empty()) j["tier"] = text(r.tier);
   if (!r.device_name.empty()) j["device_name"] = text(r.device_name);
 }
@@ -217,6 +222,11 @@ void from_json(const nlohmann::json& j, CaseResult& r) {
   r.later_call = j.value("later_call", "");
   // Reports written before the flag said so only in the note.
   r.host_busy = j.value("host_busy", r.speed_note.find("machine was busy") != std::string::npos);
+  if (j.contains("timing_load") && j.at("timing_load").is_object()) {
+    r.run_queue_wait = j.at("timing_load").value("run_queue_wait", -1.0);
+    r.reference_thread_share = j.at("timing_load").value("reference_thread_share", -1.0);
+    r.crowded_blocks = j.at("timing_load").value("crowded_blocks", 0);
+  }
   r.reference_cached = j.value("reference_cached", false);
   r.reference_time_reused = j.value("reference_time_reused", false);
   r.wall_s = j.value("wall_s", 0.0);
@@ -237,6 +247,7 @@ void from_json(const nlohmann::json& j, CaseResult& r) {
   r.expectation = j.value("expectation", "");
   if (j.contains("layer") && !j.at("layer").is_null()) r.layer = j.at("layer").get<OutputReport>();
   if (j.contains("memory") && j.at("memory").is_object()) r.memory = j.at("memory").get<MemoryFigures>();
+  if (j.contains("op_replay") && j.at("op_replay").is_object()) r.op_replay = j.at("op_replay").get<OpReplay>();
   r.tier = j.value("tier", "");
   r.device_name = j.value("device_name", "");
 }
@@ -245,7 +256,9 @@ namespace {
 // The fields the result model (and a report's or journal's header) reads as integers, with the
 // largest magnitude their type holds.
 double integer_limit(const std::string& key) {
-  if (key == "runs" || key == "first_diverging_layer_call") return static_cast<double>(std::numeric_limits<int>::max());
+  if (key == "runs" || key == "first_diverging_layer_call" || key == "crowded_blocks" || key == "calls" ||
+      key == "first_call" || key == "top_level_calls" || key == "replayed" || key == "beyond_bound")
+    return static_cast<double>(std::numeric_limits<int>::max());
   for (const char* k :
        {"numel", "mismatches", "first_mismatch", "nan_reference", "inf_reference", "nan_target", "inf_target",
         "nonfinite_mismatches", "shape", "schema_version", "mpscheck_journal", "cases", "seed", "peak_allocated_bytes",

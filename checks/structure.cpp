@@ -29,8 +29,11 @@ constexpr int kKinds = 2;
 struct GroupSums {
   std::int64_t n = 0;
   std::array<double, kKinds> paired{}, paired_sq{}, target{}, honest{}, base{}, witness{};
+  // The squares of the target's, the honest side's and the baseline's unit errors (the scatter test).
+  double target_sq = 0, honest_sq = 0, base_sq = 0;
   void merge(const GroupSums& o) {
     n += o.n;
+    target_sq += o.target_sq, honest_sq += o.honest_sq, base_sq += o.base_sq;
     for (int k = 0; k < kKinds; ++k) {
       paired[k] += o.paired[k], paired_sq[k] += o.paired_sq[k], target[k] += o.target[k];
       honest[k] += o.honest[k], base[k] += o.base[k], witness[k] += o.witness[k];
@@ -46,6 +49,7 @@ struct GroupSums {
 struct Partition {
   std::vector<GroupSums> groups;
   std::function<std::string(std::size_t)> name;
+  bool scatter = false;  // judged by the scatter test too (the whole output, the bands of magnitudes)
 };
 
 double smallest_normal(c10::ScalarType dtype) {
@@ -120,6 +124,7 @@ Partition magnitude_partition(const std::vector<GroupSums>& bins) {
     p.groups.push_back(above), names.push_back("the largest elements, of magnitude " + edge + " and above");
   }
   p.name = [names](std::size_t g) { return names[g]; };
+  p.scatter = true;
   return p;
 }
 
@@ -147,14 +152,21 @@ std::vector<Partition> block_partitions(const std::vector<GroupSums>& smallest, 
 class UnitErrors {
  public:
   UnitErrors(const at::Tensor& gold, const at::Tensor& target, const at::Tensor& baseline, const at::Tensor& witness,
-             c10::ScalarType dtype)
-      : dtype_(dtype), shape_(gold.sizes().vec()), n_(gold.numel()), witnessed_(witness.defined()) {
+             c10::ScalarType dtype, const StructureOptions& options)
+      : dtype_(dtype),
+        shape_(gold.sizes().vec()),
+        n_(gold.numel()),
+        witnessed_(witness.defined()),
+        by_unit_(options.training_state) {
     g_ = gold.detach().to(at::kCPU).reshape({-1});
     t_ = target.detach().to(at::kCPU).reshape({-1});
     b_ = baseline.defined() ? baseline.detach().to(at::kCPU).reshape({-1}) : g_;
     w_ = witnessed_ ? witness.detach().to(at::kCPU).reshape({-1}) : at::Tensor();
+    const bool sized = options.magnitude.defined() && options.magnitude.sizes() == gold.sizes();
+    m_ = sized ? options.magnitude.detach().to(at::kCPU).reshape({-1}) : at::Tensor();
     unit_ = 2 * unit_roundoff(dtype);
-    floor_ = std::max(kStructure.floor_fraction * finite_rms(g_), smallest_normal(dtype));
+    const double fraction = by_unit_ ? kStructure.state_floor_fraction : kStructure.floor_fraction;
+    floor_ = std::max({fraction * finite_rms(g_), smallest_normal(dtype), options.floor});
     for (std::size_t d = 0; d < shape_.size(); ++d) {
       std::int64_t inner = 1;
       for (std::size_t e = d + 1; e < shape_.size(); ++e) inner *= shape_[e];
@@ -170,23 +182,24 @@ class UnitErrors {
 
  private:
   double clipped(double units) const { return std::clamp(units, -kStructure.clip_units, kStructure.clip_units); }
-  void add(std::int64_t at, double g, double t, double b, double w);
+  void add(std::int64_t at, double g, double t, double b, double w, double m);
 
   c10::ScalarType dtype_;
   std::vector<std::int64_t> shape_, inner_;
   std::int64_t n_;
-  bool witnessed_;
-  at::Tensor g_, t_, b_, w_;
+  bool witnessed_, by_unit_;
+  at::Tensor g_, t_, b_, w_, m_;
   double unit_ = 0, floor_ = 0;
   GroupSums whole_;
   std::vector<std::vector<GroupSums>> slices_;
   std::vector<GroupSums> blocks_, bins_;
 };
 
-void UnitErrors::add(std::int64_t at, double g, double t, double b, double w) {
+void UnitErrors::add(std::int64_t at, double g, double t, double b, double w, double m) {
   if (!std::isfinite(g) || !std::isfinite(t) || !std::isfinite(b) || !std::isfinite(w)) return;
-  // The spacing of the dtype at the element (at the floor's, below it).
-  const double spacing = std::ldexp(unit_, std::ilogb(std::max(std::abs(g), floor_)));
+  // The spacing of the dtype at the element (at the floor's, below it; at its parameter's, for an update).
+  const double magnitude = std::max({std::abs(g), floor_, std::isfinite(m) ? std::abs(m) : 0.0});
+  const double spacing = std::ldexp(unit_, std::ilogb(magnitude));
   const double honest = witnessed_ ? w : b;
   GroupSums e;
   e.n = 1;
@@ -199,11 +212,12 @@ void UnitErrors::add(std::int64_t at, double g, double t, double b, double w) {
     e.base[k] = clipped(sign * (b - g) / spacing);
     e.witness[k] = witnessed_ ? clipped(sign * (w - b) / spacing) : 0.0;
   }
+  e.target_sq = e.target[0] * e.target[0], e.honest_sq = e.honest[0] * e.honest[0], e.base_sq = e.base[0] * e.base[0];
   whole_.merge(e);
   for (std::size_t d = 0; d < shape_.size(); ++d)
     if (!slices_[d].empty()) slices_[d][static_cast<std::size_t>((at / inner_[d]) % shape_[d])].merge(e);
   blocks_[static_cast<std::size_t>(at / kStructure.min_block)].merge(e);
-  bins_[bin_of(std::abs(g))].merge(e);
+  bins_[bin_of(by_unit_ ? magnitude : std::abs(g))].merge(e);
 }
 
 void UnitErrors::scan() {
@@ -216,15 +230,16 @@ void UnitErrors::scan() {
     // The baseline is float32 from rounded inputs: rounded to the dtype here, as the target's output is.
     const at::Tensor gc = chunk(g_, begin, len, false), tc = chunk(t_, begin, len, false),
                      bc = chunk(b_, begin, len, true), wc = witnessed_ ? chunk(w_, begin, len, false) : bc;
+    const at::Tensor mc = m_.defined() ? chunk(m_, begin, len, false) : at::Tensor();
     const double *g = gc.const_data_ptr<double>(), *t = tc.const_data_ptr<double>(), *b = bc.const_data_ptr<double>(),
-                 *w = wc.const_data_ptr<double>();
-    for (std::int64_t i = 0; i < len; ++i) add(begin + i, g[i], t[i], b[i], w[i]);
+                 *w = wc.const_data_ptr<double>(), *m = mc.defined() ? mc.const_data_ptr<double>() : nullptr;
+    for (std::int64_t i = 0; i < len; ++i) add(begin + i, g[i], t[i], b[i], w[i], m ? m[i] : 0.0);
   }
 }
 
 std::vector<Partition> UnitErrors::partitions() const {
   std::vector<Partition> out;
-  out.push_back(Partition{{whole_}, [](std::size_t) { return std::string("the whole output"); }});
+  out.push_back(Partition{{whole_}, [](std::size_t) { return std::string("the whole output"); }, true});
   const auto ndim = static_cast<std::int64_t>(shape_.size());
   for (std::size_t d = 0; d < shape_.size(); ++d) {
     if (slices_[d].empty()) continue;
@@ -232,13 +247,18 @@ std::vector<Partition> UnitErrors::partitions() const {
     out.push_back(Partition{
         slices_[d], [dim, ndim](std::size_t g) { return slice_name(dim, ndim, static_cast<std::int64_t>(g)); }});
   }
-  for (auto& p : block_partitions(blocks_, n_)) out.push_back(std::move(p));
+  // Training state: no blocks in memory order (a weight gradient's columns repeat where a pooled
+  // input repeats, and a block of 32 copies of one element is one element, not 32).
+  if (!by_unit_)
+    for (auto& p : block_partitions(blocks_, n_)) out.push_back(std::move(p));
   out.push_back(magnitude_partition(bins_));
   return out;
 }
 
 // Pass 2: each group's paired mean, of each kind, against its allowance; the worst is kept.
-void judge_groups(const std::vector<Partition>& partitions, double leniency, StructureTest& s) {
+// `shared` (training state): a group's paired mean may also reach z times kStructure.state_paired_spread
+// times the RMS of the honest side's group means over the partition.
+void judge_groups(const std::vector<Partition>& partitions, double leniency, bool shared, StructureTest& s) {
   for (const auto& p : partitions)
     for (const auto& g : p.groups) s.groups += kKinds * (g.n >= kStructure.min_group);
   if (s.groups == 0) return;
@@ -257,8 +277,9 @@ void judge_groups(const std::vector<Partition>& partitions, double leniency, Str
         const double variance = std::max(0.0, g.paired_sq[kind] / n - mean * mean) * n / (n - 1);
         const double se = std::max(std::sqrt(variance), kStructure.min_spread_units) / std::sqrt(n);
         const double honest = std::max(g.honest_structure(kind), honest_means.rms());
-        const double allowed =
-            leniency * std::max({kStructure.min_effect_units, s.z * se, kStructure.honest_multiplier * honest});
+        const double spread = shared ? s.z * kStructure.state_paired_spread * honest_means.rms() : 0.0;
+        const double effect = shared ? kStructure.state_min_effect_units : kStructure.min_effect_units;
+        const double allowed = leniency * std::max({effect, s.z * se, kStructure.honest_multiplier * honest, spread});
         const double excess = std::abs(mean) / allowed;
         // The group named: of the groups beyond their allowance, the one the most evidence points
         // at (mean times root size: a whole row before the half of it a block covers); while there
@@ -280,10 +301,44 @@ void judge_groups(const std::vector<Partition>& partitions, double leniency, Str
   s.ok = s.excess <= 1;
 }
 
+// The scatter test: each group of the whole output and the bands of magnitudes, its target's RMS unit
+// error against the larger of the honest side's and the baseline's over the same group.
+void judge_scatter(const std::vector<Partition>& partitions, double leniency, StructureTest& s) {
+  s.scatter_tested = true;
+  double named = -1;
+  for (const auto& p : partitions) {
+    if (!p.scatter) continue;
+    for (std::size_t k = 0; k < p.groups.size(); ++k) {
+      const GroupSums& g = p.groups[k];
+      if (g.n < kStructure.min_group) continue;
+      const double n = static_cast<double>(g.n);
+      const double target = std::sqrt(g.target_sq / n), honest = std::sqrt(std::max(g.honest_sq, g.base_sq) / n);
+      const double allowed = leniency * std::max(kStructure.scatter_min_units, kStructure.scatter_multiplier * honest);
+      const double excess = target / allowed;
+      if (excess <= named) continue;
+      named = excess;
+      s.scatter_excess = excess;
+      s.scatter_where = p.name(k);
+      s.scatter_count = g.n;
+      s.scatter_target_units = target;
+      s.scatter_honest_units = honest;
+      s.scatter_allowed_units = allowed;
+    }
+  }
+  s.scatter_ok = s.scatter_excess <= 1;
+}
+
 }  // namespace
 
 StructureTest test_structure(const at::Tensor& gold, const at::Tensor& target, const at::Tensor& baseline,
                              const at::Tensor& witness, c10::ScalarType dtype, double leniency) {
+  StructureOptions options;
+  options.leniency = leniency;
+  return test_structure(gold, target, baseline, witness, dtype, options);
+}
+
+StructureTest test_structure(const at::Tensor& gold, const at::Tensor& target, const at::Tensor& baseline,
+                             const at::Tensor& witness, c10::ScalarType dtype, const StructureOptions& options) {
   StructureTest s;
   const bool reduced = dtype == c10::kHalf || dtype == c10::kBFloat16;
   auto usable = [&](const at::Tensor& x) {
@@ -292,11 +347,14 @@ StructureTest test_structure(const at::Tensor& gold, const at::Tensor& target, c
   if (!reduced || !usable(gold) || !usable(target) || gold.numel() < kStructure.min_group) return s;
   at::NoGradGuard no_grad;
   UnitErrors units(gold, target, usable(baseline) ? baseline : at::Tensor(), usable(witness) ? witness : at::Tensor(),
-                   dtype);
+                   dtype, options);
   units.scan();
   s.measured = true;
   s.witnessed = units.witnessed();
-  judge_groups(units.partitions(), leniency, s);
+  s.honest = options.honest;
+  const std::vector<Partition> partitions = units.partitions();
+  judge_groups(partitions, options.leniency, options.training_state, s);
+  if (options.training_state) judge_scatter(partitions, options.leniency, s);
   return s;
 }
 
@@ -307,8 +365,16 @@ std::string describe_structure(const StructureTest& s, const std::string& dtype)
       "target's mean beyond it ({:+.2g}) may be at most {:.2g}",
       s.where, s.count, std::abs(s.target_units),
       s.in_magnitude ? (below ? "too small in magnitude" : "too large in magnitude") : (below ? "low" : "high"), dtype,
-      s.witnessed ? "the CPU's own " + dtype + " run" : "float32 from " + dtype + "-rounded inputs", s.honest_units,
-      s.paired_units, s.allowed_units);
+      !s.honest.empty() ? s.honest
+      : s.witnessed     ? "the CPU's own " + dtype + " run"
+                        : "float32 from " + dtype + "-rounded inputs",
+      s.honest_units, s.paired_units, s.allowed_units);
+}
+
+std::string describe_scatter(const StructureTest& s) {
+  return fmt::format("{} ({} elements): {:.2g} units RMS against float64, where {} shows {:.2g} (allowed {:.2g})",
+                     s.scatter_where, s.scatter_count, s.scatter_target_units,
+                     s.honest.empty() ? "the honest side" : s.honest, s.scatter_honest_units, s.scatter_allowed_units);
 }
 
 }  // namespace mpscheck

@@ -1,5 +1,7 @@
 #include "checks/tolerance.hpp"
 
+#include "checks/rule_book.hpp"
+
 #include <mpscheck/tolerance_families.hpp>
 
 #include <algorithm>
@@ -66,6 +68,12 @@ static_assert(std::size(kRules) + 1 == std::size(kToleranceFamilies),
 
 }  // namespace
 
+std::string_view float32_tolerance_reason(std::string_view family) {
+  for (const auto& rule : kRules)
+    if (rule.family == family) return rule.why;
+  return family == "shape" ? "pure data movement: exact" : "";
+}
+
 Tolerance tolerance_for(const std::string& family, c10::ScalarType dtype) {
   if (!c10::isFloatingType(dtype)) return {0, 0};
   Tolerance tol = dtype_default(dtype);
@@ -112,8 +120,8 @@ bool is_trajectory(const std::string& family, const std::string& output) {
 Tolerance as_trajectory(const Tolerance& tol) {
   // The train family's tolerance before issue 22 (see Tolerance::trajectory).
   Tolerance t = tol;
-  t.rtol = std::max(t.rtol, 1e-1);
-  t.atol = std::max(t.atol, 5e-2);
+  t.rtol = std::max(t.rtol, kTrajectoryRtol);
+  t.atol = std::max(t.atol, kTrajectoryAtol);
   t.trajectory = true;
   return t;
 }

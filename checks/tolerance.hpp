@@ -35,11 +35,19 @@ struct Tolerance {
   // training state is not judged so: the honest control at sim:bfloat16 moved a block of dcgan's
   // first discriminator gradients by 11 units where the witness showed 0.06 (a chaotic first step).
   bool structure = false;
+  // A network's training state (its gradients, "grad/" and "grad0/", its parameters' and buffers'
+  // updates) on a float16/bfloat16 target: judged by the training-state rule (checks/compare.hpp,
+  // Attribution::training_state) in units of the dtype's rounding against the honest error the
+  // witness or the rounded-operation baseline measures, never against the output's own scale.
+  bool training_state = false;
+  // The magnitude below which such an output's elements are judged at the spacing there, in
+  // absolute units: kStructure.family_floor_fraction of its family's RMS (judge.cpp).
+  double unit_floor = 0;
 };
 
 // Tolerance for comparing a target computing in `dtype` against the CPU float32 reference, for a
 // workload of tolerance family `family` (Workload::family()). Integer and bool dtypes are exact.
-// float16/bfloat16 get one rule for every family but "random" (README, "Reduced precision"): the
+// float16/bfloat16 get one rule for every family but "random" (docs/verdicts.md, "Reduced precision"): the
 // plain tolerance is only a fast path in front of the float64 judge, so its rtol is
 // kPlainRoundingUnits units of the dtype's rounding and its atol is left for
 // `scaled_to_output` to set from the output's own scale (here it is 0).

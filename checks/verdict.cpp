@@ -1,6 +1,7 @@
 #include "checks/verdict.hpp"
 
 #include "checks/errors.hpp"
+#include "checks/rule_book.hpp"
 
 #include <fmt/format.h>
 
@@ -99,6 +100,76 @@ void lead_with(const std::vector<OutputAttribution>& failing, const OutputReport
   v.message = mismatch_lead(quoted);
 }
 
+// Whether float32's own error against float64 is comparable to the target's on the outputs that
+// passed by float64 (at least kFloat32Comparable of it, RMS: checks/rule_book.hpp): only then is
+// float32 the fragile side.
+bool float32_comparable(const std::vector<OutputAttribution>& failing) {
+  return std::all_of(failing.begin(), failing.end(), [](const OutputAttribution& f) {
+    const Attribution& a = f.attribution;
+    return !a.measured || a.rmse_reference >= kFloat32Comparable * a.rmse_target;
+  });
+}
+
+// The training-state output nearest its allowance, for a pass's message: which comparison cleared
+// it and by how much (the test it came nearest failing, and its figures).
+std::string training_state_margin(const std::vector<OutputAttribution>& failing) {
+  const OutputAttribution* nearest = nullptr;
+  auto margin = [](const Attribution& a) {
+    return std::max({a.structure.scatter_excess, a.structure.excess, a.excess.element});
+  };
+  std::int64_t judged = 0, undetermined = 0;
+  for (const auto& f : failing) {
+    if (!f.attribution.training_state) continue;
+    ++judged, undetermined += f.attribution.undetermined;
+    if (!nearest || margin(f.attribution) > margin(nearest->attribution)) nearest = &f;
+  }
+  if (!nearest) return {};
+  const Attribution& a = nearest->attribution;
+  std::string closest;
+  if (a.structure.scatter_excess >= std::max(a.structure.excess, a.excess.element))
+    closest = fmt::format("its scatter at {:.2g} of its allowance, {}", a.structure.scatter_excess,
+                          describe_scatter(a.structure));
+  else if (a.structure.excess >= a.excess.element)
+    closest = fmt::format("its structure at {:.2g} of its allowance, {}", a.structure.excess,
+                          describe_structure(a.structure, a.dtype));
+  else
+    closest = fmt::format("its worst element at {:.2g} of its allowance (what the honest sides make there)",
+                          a.excess.element);
+  return fmt::format(
+      "{} gradient or update output(s) judged against float64 in units of {} rounding, against {}: each within "
+      "what honest rounding makes{}. Nearest its allowance, {}: {}",
+      judged, a.dtype, a.honest,
+      undetermined > 0 ? fmt::format(" ({} update elements, whose first gradient rounding leaves undetermined in "
+                                     "sign, judged as the honest side's)",
+                                     undetermined)
+                       : std::string(),
+      nearest->output->name, closest);
+}
+
+// A pass by float64: which side explains the error. float32 is the fragile side only where its own
+// error is comparable to the target's.
+std::string pass_message(const std::vector<OutputAttribution>& failing) {
+  if (std::string state = training_state_margin(failing); !state.empty())
+    return "outside the plain tolerance, but " + state;
+  const auto witnessed =
+      std::find_if(failing.begin(), failing.end(), [](const OutputAttribution& f) { return f.attribution.witnessed; });
+  if (witnessed != failing.end())
+    return "outside the plain tolerance, but as close to float64 as float32 or the CPU's own " +
+           witnessed->attribution.dtype + " run: honest " + witnessed->attribution.dtype + " rounding, not the target";
+  if (float32_comparable(failing))
+    return "outside the plain tolerance, but as close to float64 as float32 itself is: float32 is the fragile side "
+           "here";
+  const auto reduced = std::find_if(failing.begin(), failing.end(), [](const OutputAttribution& f) {
+    return f.attribution.dtype == "float16" || f.attribution.dtype == "bfloat16";
+  });
+  if (reduced != failing.end())
+    return "outside the plain tolerance, but within what honest " + reduced->attribution.dtype +
+           " rounding gives against float64 (float32 from " + reduced->attribution.dtype +
+           "-rounded inputs and the dtype's own rounding at each element), not the target";
+  return "outside the plain tolerance, but within float32's own rounding against float64 at each element, not the "
+         "target";
+}
+
 }  // namespace
 
 void decide_attribution(std::vector<OutputAttribution>& failing, Verdict& v, Fragile& attribution) {
@@ -125,31 +196,20 @@ void decide_attribution(std::vector<OutputAttribution>& failing, Verdict& v, Fra
     attribution = Fragile::Unknown;
     v.status = Status::Skip;
     v.output = chaotic->output->name;
+    const std::string base = a.chaos_from_target ? "float32 with every operation's result rounded to " + a.dtype
+                                                 : "the CPU's own " + a.dtype + " run";
+    const std::string nudged = a.chaos_from_target ? "the target's own run" : "that run";
     v.message = fmt::format(
-        "not judged: {0} training of this network is chaotic on its first steps. {1} differs from the CPU's own "
-        "{0} run by {2:.3g} (RMS), and that run, with its parameters and layers moved by one unit, differs from "
-        "itself by {3:.3g}; {4} failing output(s) are so. No rule can tell an honest {0} device from a wrong one here",
-        a.dtype, chaotic->output->name, a.chaos_target, a.chaos_honest, count);
+        "not judged: {0} training of this network is chaotic on its first steps. {1} differs from {5} by {2:.3g} "
+        "(RMS), and {6}, with its parameters and layers moved by one unit, differs from itself by {3:.3g}; {4} "
+        "failing output(s) are so. No rule can tell an honest {0} device from a wrong one here",
+        a.dtype, chaotic->output->name, a.chaos_target, a.chaos_honest, count, base, nudged);
     return;
   }
   if (all_ok && !failing.empty()) {
     attribution = Fragile::Float32;
     v.status = Status::Pass;
-    const auto witnessed = std::find_if(failing.begin(), failing.end(),
-                                        [](const OutputAttribution& f) { return f.attribution.witnessed; });
-    v.message = witnessed == failing.end()
-                    ? "outside the plain tolerance, but as close to float64 as float32 itself is: float32 is the "
-                      "fragile side here"
-                    : "outside the plain tolerance, but as close to float64 as float32 or the CPU's own " +
-                          witnessed->attribution.dtype + " run: honest " + witnessed->attribution.dtype +
-                          " rounding, not the target";
-    const auto family = std::count_if(failing.begin(), failing.end(),
-                                      [](const OutputAttribution& f) { return f.attribution.by_family; });
-    if (family > 0)
-      v.message += fmt::format(
-          " ({} of the first-step gradients and updates judged as a family: within {:g}x the "
-          "worst the CPU's own run shows on them, at its scale)",
-          family, kFamilyMultiplier);
+    v.message = pass_message(failing);
     return;
   }
   if (dtype_breaks_too(failing, v, attribution)) return;
@@ -158,7 +218,12 @@ void decide_attribution(std::vector<OutputAttribution>& failing, Verdict& v, Fra
   const OutputReport& o = *quoted->output;
   const Attribution& a = quoted->attribution;
   lead_with(failing, o, v);
-  if (!a.bias_ok) {
+  if (a.training_state && a.structure.ok && !a.structure.scatter_ok) {
+    v.message += fmt::format("; {}, {}: errors honest {} rounding does not make, the target is wrong", o.name,
+                             describe_scatter(a.structure), a.dtype);
+    if (a.bad_elements > 0)
+      v.message += fmt::format("; {} of {}'s elements are off by more than rounding allows", a.bad_elements, o.name);
+  } else if (!a.bias_ok) {
     // A systematic error: named as such, whatever the single elements look like.
     if (a.paired_failed)
       v.message += fmt::format(
@@ -218,16 +283,21 @@ void apply_fallback(const std::vector<std::string>& target_warnings, Verdict& v)
   }
 }
 
-bool is_training_state(const std::string& output) { return output.rfind("grad0/", 0) == 0 || is_update(output); }
+bool is_gradient(const std::string& output) { return output.rfind("grad/", 0) == 0 || output.rfind("grad0/", 0) == 0; }
 
-std::string judge_training_family(std::vector<OutputAttribution>& failing, const TensorsByName& gold,
-                                  const TensorsByName& reference, const TensorsByName& rounded,
-                                  const TensorsByName& witness, const TensorsByName& nudged,
-                                  const TensorsByName& target, const std::map<std::string, Tolerance>& tols,
-                                  c10::ScalarType dtype, const std::string& dtype_named) {
+bool is_training_state(const std::string& output) { return is_gradient(output) || is_update(output); }
+
+std::string training_family(const std::string& output) {
+  return is_gradient(output) ? "grad" : output.substr(0, output.find('/'));
+}
+
+std::string judge_training_family(std::vector<OutputAttribution>& failing, const TensorsByName& witness,
+                                  const TensorsByName& nudged, const TensorsByName& target,
+                                  const std::map<std::string, Tolerance>& tols, c10::ScalarType dtype,
+                                  const std::string& dtype_named) {
   if (witness.empty()) return {};
-  // Any measured training output that failed the plain tolerance, forgiven by its own rules or not:
-  // an update's own rules cannot see a short step the dtype rounds away (compare.hpp), the family can.
+  // Any measured training output that failed the plain tolerance, passed by its own rules or not:
+  // an update's own rules cannot see a short step the dtype rounds away (compare.hpp), the scale can.
   const bool any = std::any_of(failing.begin(), failing.end(), [](const OutputAttribution& f) {
     return f.attribution.measured && is_training_state(f.output->name);
   });
@@ -236,15 +306,12 @@ std::string judge_training_family(std::vector<OutputAttribution>& failing, const
     auto it = m.find(name);
     return it == m.end() ? at::Tensor() : it->second;
   };
-  FamilyEnvelope envelope;
   std::vector<std::pair<at::Tensor, at::Tensor>> grads, grads_nudged;
   std::vector<UpdateSides> updates, updates_nudged;
   for (const auto& [name, tol] : tols) {
     // The family is the optimizer's: a buffer's update (batch norm's statistics) keeps its own rules.
     if (!is_training_state(name) || tol.trajectory || is_state_update(name)) continue;
-    envelope.add(
-        attribute_with_gold(at(gold, name), at(reference, name), at(witness, name), dtype, tol, at(rounded, name)));
-    if (name.rfind("grad0/", 0) == 0) {
+    if (is_gradient(name)) {
       grads.emplace_back(at(witness, name), at(target, name));
       grads_nudged.emplace_back(at(witness, name), at(nudged, name));
     } else {
@@ -253,34 +320,29 @@ std::string judge_training_family(std::vector<OutputAttribution>& failing, const
       updates_nudged.push_back({at(witness, name), at(nudged, name), param});
     }
   }
-  // Each family is forgiven only at the witness's scale, and a failing output of a family that is
-  // not is named as a systematic error, which mark_chaotic never excuses, unless the nudged witness
-  // (the same run with its parameters and layers one unit away) is scaled as far: then it is chaos.
-  // A scaled update family takes back what the updates' own rules forgave: there the scale is the
-  // only figure that sees the step. Scaled by chaos, those updates are left to mark_chaotic: a step
-  // 10% short hides in a network whose nudged witness moves its updates by 28%, so the case is a
-  // skip that says so, never a pass.
+  // A family scaled against the witness fails its failing outputs as a systematic error, which
+  // mark_chaotic never excuses, unless the nudged witness (the same run with its parameters and
+  // layers one unit away) is scaled as far: then it is chaos. A scaled update family takes back
+  // what the updates' own rules passed: there the scale is the only figure that sees the step.
+  // Scaled by chaos, those updates are left to mark_chaotic: a step 10% short hides in a network
+  // whose nudged witness moves its updates by 28%, so the case is a skip that says so, never a pass.
   std::string note;
-  auto judge = [&](const char* prefix, const char* what, const std::string& over, double scale, double honest_scale,
-                   bool overrules) {
+  auto judge = [&](bool (*member)(const std::string&), const char* what, const std::string& over, double scale,
+                   double honest_scale, bool overrules) {
     const bool scaled = !std::isnan(scale) && std::abs(scale - 1) > kFamilyScale;
+    if (!scaled) return;
     const bool chaos =
-        scaled && !std::isnan(honest_scale) && std::abs(scale - 1) <= kChaosMultiplier * std::abs(honest_scale - 1);
+        !std::isnan(honest_scale) && std::abs(scale - 1) <= kChaosMultiplier * std::abs(honest_scale - 1);
     bool failed = false;
     for (auto& f : failing) {
       Attribution& a = f.attribution;
-      if (!a.measured || f.output->name.rfind(prefix, 0) != 0) continue;
-      if (a.target_ok && !(overrules && scaled)) continue;
-      if (!scaled && within_family(a, envelope)) {
-        a.target_ok = a.by_family = true;
-      } else {
-        failed = true;
-        a.scaled_by_chaos = a.target_ok && chaos;
-        a.target_ok = a.by_family = false;
-        a.systematic = scaled && !chaos;
-      }
+      if (!a.measured || !member(f.output->name) || (a.target_ok && !overrules)) continue;
+      failed = true;
+      a.scaled_by_chaos = a.target_ok && chaos;
+      a.target_ok = false;
+      a.systematic = !chaos;
     }
-    if (scaled && !chaos && failed && note.empty())
+    if (!chaos && failed && note.empty())
       note = fmt::format(
           "; the target's {} are {:.3g}% {} (RMS over {}) than the CPU's own {} run's: a systematic error in "
           "the target",
@@ -288,9 +350,10 @@ std::string judge_training_family(std::vector<OutputAttribution>& failing, const
   };
   const bool have_nudged = !nudged.empty();
   const double nan = std::numeric_limits<double>::quiet_NaN();
-  judge("grad0/", "first-step gradients", "all of them", pooled_scale(grads),
+  judge(&is_gradient, "first-step gradients", "all of them", pooled_scale(grads),
         have_nudged ? pooled_scale(grads_nudged) : nan, false);
-  judge("update/", "parameter updates",
+  auto is_parameter_update = [](const std::string& name) { return name.rfind("update/", 0) == 0; };
+  judge(+is_parameter_update, "parameter updates",
         fmt::format("the elements the dtype resolves, updates of {:g} or more of its spacings", kResolvedSpacings),
         resolved_update_scale(updates, dtype), have_nudged ? resolved_update_scale(updates_nudged, dtype) : nan, true);
   return note;
@@ -322,32 +385,34 @@ void judge_update_scale(const TensorsByName& reference, const TensorsByName& tar
 }
 
 bool mark_chaotic(std::vector<OutputAttribution>& failing, const TensorsByName& witness, const TensorsByName& nudged,
-                  const TensorsByName& target) {
+                  const TensorsByName& target, const TensorsByName* nudged_from) {
   bool any = false;
+  const TensorsByName& from = nudged_from ? *nudged_from : witness;
   for (auto& f : failing) {
     Attribution& a = f.attribution;
     if (a.target_ok || !a.measured || a.systematic) continue;
     const auto w = witness.find(f.output->name), n = nudged.find(f.output->name), t = target.find(f.output->name);
-    if (w == witness.end() || n == nudged.end() || t == target.end()) continue;
-    const at::Tensor wv = w->second, nv = n->second, tv = t->second;
-    if (!wv.defined() || !nv.defined() || !tv.defined() || !wv.is_floating_point() || wv.sizes() != nv.sizes() ||
-        wv.sizes() != tv.sizes() || wv.numel() == 0)
+    const auto b = from.find(f.output->name);
+    if (w == witness.end() || n == nudged.end() || t == target.end() || b == from.end()) continue;
+    const at::Tensor wv = w->second, nv = n->second, tv = t->second, bv = b->second;
+    if (!wv.defined() || !nv.defined() || !tv.defined() || !bv.defined() || !wv.is_floating_point() ||
+        wv.sizes() != nv.sizes() || wv.sizes() != tv.sizes() || wv.sizes() != bv.sizes() || wv.numel() == 0)
       continue;
     at::NoGradGuard no_grad;
     const at::Tensor w64 = wv.detach().to(at::kCPU, at::kDouble), t64 = tv.detach().to(at::kCPU, at::kDouble);
-    const at::Tensor n64 = nv.detach().to(at::kCPU, at::kDouble);
+    const at::Tensor n64 = nv.detach().to(at::kCPU, at::kDouble), b64 = bv.detach().to(at::kCPU, at::kDouble);
     // A target with a non-finite element the witness lacks is never chaos (finite_rms skips them).
     if ((t64.isfinite().logical_not() & w64.isfinite()).any().item<bool>()) continue;
-    const double honest = finite_rms(n64 - w64);
+    const double honest = finite_rms(n64 - b64);
     const double off = finite_rms(t64 - w64);
     // Chaos scatters; it does not scale. The target's projection on the witness (1: no scale) may be
     // off 1 by the family's kFamilyScale, or by kChaosMultiplier times the nudged run's, not more:
     // an optimizer step 10% short stays a finding however far sign flips carry single elements.
-    const at::Tensor finite = t64.isfinite() & w64.isfinite() & n64.isfinite();
-    const at::Tensor wf = at::where(finite, w64, 0.0);
-    const double ww = (wf * wf).sum().item<double>();
+    const at::Tensor finite = t64.isfinite() & w64.isfinite() & n64.isfinite() & b64.isfinite();
+    const at::Tensor wf = at::where(finite, w64, 0.0), bf = at::where(finite, b64, 0.0);
+    const double ww = (wf * wf).sum().item<double>(), bb = (bf * bf).sum().item<double>();
     const double scale_target = ww > 0 ? (at::where(finite, t64, 0.0) * wf).sum().item<double>() / ww : 1.0;
-    const double scale_honest = ww > 0 ? (at::where(finite, n64, 0.0) * wf).sum().item<double>() / ww : 1.0;
+    const double scale_honest = bb > 0 ? (at::where(finite, n64, 0.0) * bf).sum().item<double>() / bb : 1.0;
     const bool scatters_as_chaos =
         !(std::abs(1 - scale_target) > std::max(kFamilyScale, kChaosMultiplier * std::abs(1 - scale_honest))) &&
         honest > 0 && std::isfinite(off) && off <= kChaosMultiplier * honest;
@@ -355,6 +420,7 @@ bool mark_chaotic(std::vector<OutputAttribution>& failing, const TensorsByName& 
     // of it is left to test.
     if (!scatters_as_chaos && !a.scaled_by_chaos) continue;
     a.chaotic = true;
+    a.chaos_from_target = nudged_from != nullptr;
     a.chaos_target = off;
     a.chaos_honest = honest;
     any = true;

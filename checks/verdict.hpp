@@ -36,28 +36,32 @@ struct OutputAttribution {
 // per-element rule caught, or the RMSEs. Fills each output's RMSE figures and `attribution`.
 void decide_attribution(std::vector<OutputAttribution>& failing, Verdict& v, Fragile& attribution);
 
-// Whether `output` of a training case is training state: a first-step gradient ("grad0/...") or a
-// parameter's update over all steps ("update/...").
+// Whether `output` of a network's training case is training state: a gradient ("grad/..." of a
+// TorchScript model's backward, "grad0/..." of a training case's first step), a parameter's update
+// over all steps ("update/...") or a state update ("buffer_update/...", "arg_update/...").
 bool is_training_state(const std::string& output);
+// A gradient of either kind: the family whose scale judge_training_family reads.
+bool is_gradient(const std::string& output);
+// The family of a training-state output, whose RMS sets its unit floor (Tolerance::unit_floor):
+// "grad" for every gradient, else the output's prefix ("update", "buffer_update", "arg_update").
+std::string training_family(const std::string& output);
 
 // A training case on a witnessed float16/bfloat16 target (`witness` non-empty: the CPU's own run in
-// the dtype): its first-step gradients and updates are judged as a family (checks/compare.hpp,
-// FamilyEnvelope). The witness is judged against float32 (`reference`) and the rounded baseline on
-// every such output, and a failing one within the envelope is marked target_ok (by_family), unless
-// the target's gradients or updates as a whole are scaled against the witness's by more than
-// kFamilyScale: then its failing outputs are a systematic error (Attribution::systematic, which
-// mark_chaotic never excuses), unless the nudged witness (`nudged`, may be empty; see mark_chaotic)
-// is scaled within kChaosMultiplier of as far, which is chaos. The updates' scale is read where the
-// dtype resolves them (resolved_update_scale), and a scaled update family also takes back what the
-// updates' own rules forgave: their float64 rule cannot see a step the dtype rounds away, since the
-// witness loses it too. Returns what the verdict message adds when that scale is what stops the
-// forgiving, naming the dtype as `dtype_named` (the result's CaseResult::dtype).
+// the dtype): each failing gradient and update has been judged by its own rules (the training-state
+// rule, Tolerance::training_state); here the family's scale is read. Where the target's gradients
+// or updates as a whole are scaled against the witness's by more than kFamilyScale, its failing
+// outputs are a systematic error (Attribution::systematic, which mark_chaotic never excuses),
+// unless the nudged witness (`nudged`, may be empty; see mark_chaotic) is scaled within
+// kChaosMultiplier of as far, which is chaos. The updates' scale is read where the dtype resolves
+// them (resolved_update_scale), and a scaled update family also takes back what the updates' own
+// rules passed: a step the dtype rounds away is lost to the witness too. Returns what the verdict
+// message adds when that scale is a finding, naming the dtype as `dtype_named` (the result's
+// CaseResult::dtype). Nothing here forgives an output its own rules failed.
 using TensorsByName = std::map<std::string, at::Tensor>;
-std::string judge_training_family(std::vector<OutputAttribution>& failing, const TensorsByName& gold,
-                                  const TensorsByName& reference, const TensorsByName& rounded,
-                                  const TensorsByName& witness, const TensorsByName& nudged,
-                                  const TensorsByName& target, const std::map<std::string, Tolerance>& tols,
-                                  c10::ScalarType dtype, const std::string& dtype_named);
+std::string judge_training_family(std::vector<OutputAttribution>& failing, const TensorsByName& witness,
+                                  const TensorsByName& nudged, const TensorsByName& target,
+                                  const std::map<std::string, Tolerance>& tols, c10::ScalarType dtype,
+                                  const std::string& dtype_named);
 
 // A float32 (or float64) training case's parameter updates as a family: the train family's atol
 // (1e-4) is more than a small-step network's whole update (BERT's AdamW at 2e-5 moves a weight by
@@ -81,8 +85,11 @@ void judge_update_scale(const TensorsByName& reference, const TensorsByName& tar
 // decide_attribution makes a case whose failing outputs are all forgiven or chaotic, and one at
 // least chaotic, a skip that says so: never a pass. Returns whether any output was marked.
 constexpr double kChaosMultiplier = 2;
+// `nudged_from` (on a CPU target, whose nudged run is the target's own code: the target itself) is
+// what the nudged run is nudged from, when it is not the witness: chaos is how far it moves from
+// there, so an error of the target's code, in the nudged run too, cancels out of it.
 bool mark_chaotic(std::vector<OutputAttribution>& failing, const TensorsByName& witness, const TensorsByName& nudged,
-                  const TensorsByName& target);
+                  const TensorsByName& target, const TensorsByName* nudged_from = nullptr);
 
 // Localisation: a traced layer diverges when it fails the plain tolerance and float64 does not
 // show float32 to be the fragile side there (`attribution` unmeasured: no gold for the layer).

@@ -169,7 +169,10 @@ int run_cases(int argc, char** argv, const Config& cfg) {
   if (!facts.name.empty()) report.environment["device_name"] = facts.name;
   if (facts.recommended_max > 0) report.environment["device_recommended_max_bytes"] = facts.recommended_max;
   std::cerr << "mpscheck: " << tier_line(target.spec.device, facts, tier) << '\n';
-  ConsoleReporter console(std::cout, isatty(STDOUT_FILENO), use_color(STDOUT_FILENO));
+  ConsoleReporter console(std::cout, {.tty = isatty(STDOUT_FILENO) == 1,
+                                      .color = use_color(STDOUT_FILENO),
+                                      .verbose = cfg.verbose,
+                                      .columns = terminal_columns(STDOUT_FILENO)});
   ReportFiles files(cfg);
   RunListeners listeners;
   listeners.add(*journal.journal);  // first: a case is on disk before the console prints it
@@ -177,6 +180,7 @@ int run_cases(int argc, char** argv, const Config& cfg) {
   listeners.add(files);
   const auto run_start = std::chrono::steady_clock::now();
   RunOutcome outcome = execute_plan(plan, journal.done, loop, timed_runner, listeners);
+  console.end_progress();  // the lines after the run start on a clean line
   if (outcome.stopped) {
     std::cerr << "mpscheck: " << *outcome.stopped << '\n';
     return kExitCannotRun;

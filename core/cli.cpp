@@ -59,15 +59,17 @@ po::options_description visible_options() {
       ("reference-cache", po::value<std::string>(),
        "keep the CPU reference results (outputs, determinism, float64, times) in DIR and reuse them in later runs "
        "with the same LibTorch, CPU, threads, seed, --quick and plugin version")
-      ("reuse-reference-times", "with --reference-cache: time only the target, against the cached reference time");
+      ("reuse-reference-times", "with --reference-cache: time only the target, against the cached reference time")
+      ("no-op-replay", "judge a model at its outputs only: do not replay its ATen calls one by one on the target");
   po::options_description out("Reports");
   out.add_options()
       ("report-dir", po::value<std::string>()->default_value("mpscheck-report"),
-       "folder for the journal and default reports");
+       "folder for the journal and default reports")
+      ("verbose", "on a terminal too, print every case's line, not only the findings' (off a terminal every case has its line)");
   for (const Reporter* r : reporters())  // one flag per report format
     if (*r->flag()) out.add_options()(r->flag(), po::value<std::string>(), r->help());
   out.add_options()
-      ("expect", po::value<std::string>(), "known failures (see README): only unexpected results fail the run")
+      ("expect", po::value<std::string>(), "known failures (docs/ci.md): only unexpected results fail the run")
       ("known-issues", po::value<std::string>(), "the table of upstream issues findings are matched to by fingerprint (default: expectations/known-issues.tsv)")
       ("baseline", po::value<std::string>(), "an earlier report.json: print regressions and fixes; a regression fails the run")
       ("shard", po::value<std::string>(), "run shard I of N (I/N, 1-based), or 'auto': the shard GTEST_SHARD_INDEX/GTEST_TOTAL_SHARDS name")
@@ -212,6 +214,7 @@ void read_run_options(const po::variables_map& vm, Config& c) {
   c.default_plugins = vm.count("no-default-plugins") == 0;
   c.resume = vm.count("resume") > 0;
   c.report_dir = vm["report-dir"].as<std::string>();
+  c.verbose = vm.count("verbose") > 0;
   for (const Reporter* r : reporters())
     if (*r->flag() && vm.count(r->flag())) c.report_destinations[r->flag()] = vm[r->flag()].as<std::string>();
   auto text = [&](const char* key, std::string& out) {
@@ -221,6 +224,7 @@ void read_run_options(const po::variables_map& vm, Config& c) {
   text("known-issues", c.known_issues_path);
   text("reference-cache", c.reference_cache);
   c.reuse_reference_times = vm.count("reuse-reference-times") > 0;
+  c.op_replay = vm.count("no-op-replay") == 0;
   if (c.reuse_reference_times && c.reference_cache.empty())
     throw UsageError("--reuse-reference-times goes with --reference-cache DIR");
   text("baseline", c.baseline_path);

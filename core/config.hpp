@@ -29,8 +29,10 @@ struct Config {
   std::vector<std::string> plugin_dirs;
   bool default_plugins = true;  // load the plugins shipped next to the binary
   bool resume = false;
+  bool verbose = false;                   // --verbose: every case's line on a terminal too, not only the findings'
   std::string reference_cache;            // --reference-cache DIR: CPU reference results kept between runs
   bool reuse_reference_times = false;     // with it: time only the target, against the cached reference time
+  bool op_replay = true;                  // model cases: replay their ATen calls (--no-op-replay: off)
   std::vector<std::string> arguments;     // after a subcommand: `repro CASE_ID`
   std::string model_path;                 // --model FILE.pt
   std::vector<std::string> model_inputs;  // --input SPEC, in the model's argument order

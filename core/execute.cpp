@@ -5,6 +5,7 @@
 #include "checks/errors.hpp"
 #include "core/device_memory.hpp"
 #include "core/environment.hpp"
+#include "core/op_replay.hpp"
 #include "core/reference_cache.hpp"
 #include "core/torchscript_workload.hpp"
 
@@ -67,8 +68,11 @@ CaseResult execute_case(const RegisteredWorkload& rw, const ExecuteOptions& opti
     r.message = "mpscheck failed while checking this case: " + exception_text(std::current_exception());
     r.phase = current_phase();
   }
-  begin_phases(nullptr);
   r.warnings = warnings.all();
+  // The model's own calls, each alone (core/op_replay.hpp): after the network's verdict, each call a
+  // case of its own with its own phases and warnings.
+  if (wants_op_replay(*rw.workload, r, options)) replay_model_ops(rw, options, r);
+  begin_phases(nullptr);
   r.worker_s = seconds_since(start);
   return r;
 }

@@ -25,6 +25,9 @@ struct ExecuteOptions {
   // Intra-op threads for the verdict's phases and for "timing" (core/run_loop.hpp
   // canonical_verdict_threads); 0: whatever the worker runs on.
   int verdict_threads = 0, timing_threads = 0;
+  // Model cases: record the model's ATen calls and replay each distinct one alone on the target
+  // (core/op_replay.hpp). Off for the replayed calls themselves.
+  bool replay_ops = true;
 };
 
 // Never throws: whatever goes wrong after the target ran (comparison, gold, localisation) is the

@@ -47,11 +47,13 @@ std::string call_text(const CaseResult& r) {
 }
 
 // The script's body after its constants: loading, running each side, the figures and the verdict.
-// The verdict is mpscheck's reduced-precision rule in short (README, "Reduced precision"): the
+// The verdict is mpscheck's reduced-precision rule in short (docs/verdicts.md, "Reduced precision"): the
 // target is wrong when its error against float64 is not what honest rounding in its dtype explains.
-constexpr const char* kScriptBody = R"PY(
+constexpr const char* kScriptLoad = R"PY(
 saved = dict(torch.load(DATA))  # (name, tensor) pairs; a plain tensor file, so the safe weights_only load reads it
+)PY";
 
+constexpr const char* kScriptBody = R"PY(
 
 def run(device, dtype, round_to=None):
     """The op on copies of the saved tensors: floating ones rounded to round_to first, then cast to dtype."""
@@ -173,11 +175,14 @@ std::string render_layer_script(const CaseResult& r, const LayerCall& call, cons
   py += fmt::format("OP = {}\n", py_string(call.python));
   py += fmt::format("IN_MODEL = {}\n\n\n", py_string(in_model));
   py += fmt::format("def op({}):\n    return {}\n\n", params, call.python);
+  py += kScriptLoad;
   py += kScriptBody;
   return py;
 }
 
 }  // namespace
+
+const char* layer_script_judge() { return kScriptBody; }
 
 LayerScript write_layer_files(const CaseResult& r, const LayerCall& call, const ReproTarget& target,
                               const std::string& dir) {

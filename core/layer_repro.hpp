@@ -25,4 +25,9 @@ LayerScript write_layer_reproducer(const Workload& w, const CaseResult& r, const
 LayerScript write_layer_files(const CaseResult& r, const LayerCall& call, const ReproTarget& target,
                               const std::string& dir);
 
+// The part of the script after its constants and its `saved` tensors: each side's run of `op`, the
+// figures against float64 and the verdict (exit 1 when the target is the wrong side). A one-op
+// reproducer of a model's recorded call (core/op_call_workload.hpp) ends with it too.
+const char* layer_script_judge();
+
 }  // namespace mpscheck

@@ -280,6 +280,7 @@ RunLoopOptions run_loop_options(const Config& cfg, const TargetSpec& target) {
   o.worker.train = cfg.train;
   if (!cfg.reference_cache.empty()) o.worker.reference_cache = std::filesystem::absolute(cfg.reference_cache).string();
   o.worker.reuse_reference_times = cfg.reuse_reference_times;
+  o.worker.op_replay = cfg.op_replay;
   o.jobs = cfg.jobs > 0 ? cfg.jobs : default_jobs(target);
   o.verdict_threads = canonical_verdict_threads(target);
   o.worker.verdict_threads = o.verdict_threads;  // the timed worker judges on them too

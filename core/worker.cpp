@@ -103,6 +103,7 @@ void set_up_worker(const std::string& config_line, WorkerSetup& w) {
   w.options.target = w.config.target;
   w.options.setup.seed = w.config.seed;
   w.options.setup.quick = w.config.quick;
+  w.options.replay_ops = w.config.op_replay;
   const int default_threads = at::get_num_threads();  // LibTorch's default, before --threads
   if (w.config.threads > 0) at::set_num_threads(w.config.threads);
   w.options.timing_threads = at::get_num_threads();

@@ -63,7 +63,8 @@ void to_json(nlohmann::json& j, const WorkerConfig& c) {
        {"eager", c.eager},
        {"train", c.train},
        {"reference_cache", c.reference_cache},
-       {"reuse_reference_times", c.reuse_reference_times}};
+       {"reuse_reference_times", c.reuse_reference_times},
+       {"op_replay", c.op_replay}};
 }
 
 void from_json(const nlohmann::json& j, WorkerConfig& c) {
@@ -82,6 +83,7 @@ void from_json(const nlohmann::json& j, WorkerConfig& c) {
   c.train = j.value("train", false);
   c.reference_cache = j.value("reference_cache", "");
   c.reuse_reference_times = j.value("reuse_reference_times", false);
+  c.op_replay = j.value("op_replay", true);
 }
 
 void to_json(nlohmann::json& j, const CaseRequest& r) { j = {{"id", r.id}, {"time", r.time}}; }

@@ -36,6 +36,7 @@ struct WorkerConfig {
   bool train = false;
   std::string reference_cache;  // --reference-cache DIR, absolute; empty: none
   bool reuse_reference_times = false;
+  bool op_replay = true;
 };
 void to_json(nlohmann::json& j, const WorkerConfig& c);
 void from_json(const nlohmann::json& j, WorkerConfig& c);

@@ -16,6 +16,7 @@
 #include <mpscheck/workload.hpp>
 
 #include <ATen/CPUGeneratorImpl.h>
+#include <ATen/record_function.h>
 #include <torch/torch.h>
 
 #include <algorithm>
@@ -80,6 +81,10 @@ inline double nudge_unit(c10::ScalarType dtype) {
   return std::ldexp(1.0, dtype == c10::kBFloat16 ? -7 : dtype == c10::kHalf ? -10 : -23);
 }
 inline at::Tensor tap(const std::string& layer, const at::Tensor& x) {
+  {
+    // For mpscheck's op recorder (core/op_record.hpp): the calls since the previous tap made this layer.
+    RECORD_USER_SCOPE("mpscheck.tap:" + layer);
+  }
   const c10::ScalarType round = tap_rounding();
   at::Tensor y =
       round != c10::ScalarType::Undefined && c10::isFloatingType(x.scalar_type()) ? x.to(round).to(x.scalar_type()) : x;
@@ -97,6 +102,7 @@ inline at::Tensor tap(const std::string& layer, const at::Tensor& x) {
 // (torch::nn::Conv2d) or a Sequential's torch::nn::AnyModule.
 template <class Module>
 at::Tensor layer(const std::string& name, Module& module, const at::Tensor& x) {
+  RECORD_USER_SCOPE("mpscheck.layer:" + name);  // the calls inside are this layer's (core/op_record.hpp)
   LayerCapture* capture = capture_sink();
   const bool wanted = capture && !capture->captured && capture->layer == name && capture->seen == capture->call;
   if constexpr (std::is_same_v<Module, torch::nn::AnyModule>) {
@@ -199,8 +205,12 @@ template <class Net>
 at::Tensor ordinary_step(const Step<Net>& step) {
   for (auto& optimizer : step.optimizers) optimizer->zero_grad();
   at::Tensor loss = step.def.loss(step.def.forward(step.net, step.batch), step.batch);
+  {
+    RECORD_USER_SCOPE("mpscheck.tap:loss");  // names the loss's calls for the op recorder (core/op_record.hpp)
+  }
   loss.backward();
   step.record_grads();
+  RECORD_USER_SCOPE("mpscheck.layer:optimizer step");
   for (auto& optimizer : step.optimizers) optimizer->step();
   return loss;
 }

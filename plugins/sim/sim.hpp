@@ -56,6 +56,8 @@ std::optional<bool> run_structure_classes(const c10::OperatorHandle& op, torch::
 // whether a kernel (a convolution) reuses the packed copy of `weight` it made on an earlier call,
 // which makes its result kLaterCallScale too large. The allocator forgets a freed buffer's copies.
 std::optional<bool> run_later_call_class(const c10::OperatorHandle& op, torch::jit::Stack* stack);
+// The in-network classes (sim_in_network.cpp: batch-row, weight-grad), the same contract.
+std::optional<bool> run_in_network_classes(const c10::OperatorHandle& op, torch::jit::Stack* stack);
 bool later_call_reuses(const std::string& kernel, const at::Tensor& weight);
 void forget_buffer(const void* base);
 constexpr double kLaterCallScale = 1.05;

@@ -56,7 +56,7 @@ const std::set<std::string>& known_classes() {
       "rng-outliers",    // normal_ puts 0.01% of its samples at +-50 (a broken tail of the sampler)
       "ulp-noise",       // the honest control: arithmetic, exp, softmax and matmul round the other way near a
                          // midpoint; convolutions and float32 matmuls a unit either way
-      // Shape classes: no fixed case's shape reaches them; `mpscheck explore` must (README, "Explore").
+      // Shape classes: no fixed case's shape reaches them; `mpscheck explore` must (docs/explore.md).
       "k-threshold",  // mm: one output element 5% of the output's RMS off from an inner dimension K >= 10000
       "size-2^n",     // softplus: the last element of each row wrong when rows are a power of two >= 2048 long
       // Layout class: no fixed case's layout reaches it; `mpscheck explore`'s layout variants must.
@@ -75,6 +75,7 @@ const std::set<std::string>& known_classes() {
       // Structure classes (sim_structure.cpp): a matmul off by ~10 rounding units on one part of its output.
       "slice", "block", "magnitude",  // its last row low, one tile high, its small elements too large
       "later-call",  // matmul and convolution 5% high on every call after the first with one weight buffer
+      "batch-row", "weight-grad",  // in a network (sim_in_network.cpp): a Linear's last batch row; input^T @ grad
   };
   return classes;
 }
@@ -253,7 +254,7 @@ at::Tensor planted_convolution(at::Tensor out, const std::function<at::Tensor(c1
     at::Tensor host = out.contiguous();
     // float16/bfloat16: an honest kernel accumulates in float32 and rounds once, so it may round the
     // other way only near a midpoint, as the other ops do; a unit off on every element would be
-    // more than the dtype's own rounding (README, "What this asks of a float16/bfloat16 kernel").
+    // more than the dtype's own rounding (docs/verdicts.md, "What this asks of a float16/bfloat16 kernel").
     // float32: another accumulation order moves it a unit either way.
     if (is_reduced(host.scalar_type()))
       round_faithfully(host, exact(at::kFloat));
@@ -577,7 +578,7 @@ std::optional<bool> run_state_classes(const c10::OperatorHandle& op, Stack* s) {
 bool run_planted(const c10::OperatorHandle& op, Stack* s) {
   if (switchboard().empty()) return false;
   for (auto* classes : {run_failure_classes, run_subtle_classes, run_shape_classes, run_state_classes,
-                        run_scalar_classes, run_structure_classes, run_later_call_class})
+                        run_scalar_classes, run_structure_classes, run_later_call_class, run_in_network_classes})
     if (const std::optional<bool> ran = classes(op, s)) return *ran;
   if (planted("ulp-noise") && is_noisy(op)) {
     const at::Tensor exact = widened_result(op, *s);  // before the op: an in-place one changes self

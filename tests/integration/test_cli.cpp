@@ -1,5 +1,6 @@
 // Exit codes and messages a user and a CI job depend on.
 #include "harness.hpp"
+#include "reports/version.hpp"
 
 #include <gtest/gtest.h>
 
@@ -57,7 +58,7 @@ TEST(CommandLine, HealthyRunExitsZeroWithAFullReport) {
       {"--filter", "op/shape/cat/f32|model/mlp/", "--target", "cpu", "--quick", "--json", "out/r.json"}, dir);
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   const auto report = read_json_file(dir + "/out/r.json");
-  EXPECT_EQ(report["schema_version"], 1);
+  EXPECT_EQ(report["schema_version"], mpscheck::kReportSchemaVersion);
   for (const char* key : {"torch_version", "os", "cpu", "threads", "blas", "target", "seed", "variables"})
     EXPECT_TRUE(report["environment"].contains(key)) << key;
   EXPECT_EQ(report["environment"]["target"], "cpu");

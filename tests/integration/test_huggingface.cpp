@@ -1,6 +1,6 @@
 // The models users bring (issue 29 item 3): small BERT, GPT-2, T5 and ViT built by transformers
 // from their configs with seeded weights (2 layers, hidden 64; nothing downloaded), exported the
-// way the README's "Your own model" tells users (scripts/export-hf.py), and run through --model on
+// way docs/own-model.md tells users (scripts/export-hf.py), and run through --model on
 // cpu, cpu:bfloat16 and sim:bfloat16. Each must reach a real verdict on every target: a pass, or a
 // finding that the float64 gold run puts on the target; never exit 2, 5 or an error.
 // Needs transformers (scripts/install-deps.sh --with-test-tools pins it); ctest runs this file as

@@ -40,7 +40,17 @@ TEST_P(SimLaterCall, APlantedLaterCallIsAMismatchThatNamesTheCall) {
   for (const auto& c : report.at("cases")) {
     const std::string id = c.at("id").get<std::string>(), message = c.value("message", "");
     EXPECT_EQ(c.at("status"), "mismatch") << id << ": " << message;
-    EXPECT_TRUE(starts_with(message, "call 2 differs from call 1 in ")) << id << ": " << message;
+    // A model's own calls replayed alone show the plant first (issue 49): its message leads with the
+    // wrong ATen calls, each "call 2 differs from call 1", and the network's finding follows.
+    if (starts_with(id, "model/")) {
+      EXPECT_TRUE(starts_with(message, "3 of 5 distinct ATen calls of the model are wrong alone"))
+          << id << ": " << message;
+      EXPECT_NE(message.find("aten::addmm (float32[512], float32[64, 1024]"), std::string::npos) << message;
+      EXPECT_NE(message.find(": mismatch: call 2 differs from call 1 in out"), std::string::npos) << message;
+      EXPECT_NE(message.find("The whole network: call 2 differs from call 1 in "), std::string::npos) << message;
+    } else {
+      EXPECT_TRUE(starts_with(message, "call 2 differs from call 1 in ")) << id << ": " << message;
+    }
     EXPECT_NE(message.find("the CPU reference gives the same on every call"), std::string::npos) << id;
     EXPECT_TRUE(starts_with(c.value("later_call", ""), "call 2 differs from call 1 in ")) << id;
     EXPECT_EQ(c.at("attribution"), "target") << id;

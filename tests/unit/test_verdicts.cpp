@@ -424,8 +424,6 @@ TEST(Decision, AShortStepTheDtypeRoundsAwayIsStillAFinding) {
     const at::Tensor honest_after = after + spacing * at::randn({n}).sign() * (at::rand({n}) < 0.05);
     const TensorsByName witness{{"update/w", after - before}, {"param/w", after}};
     const TensorsByName nudged{{"update/w", stepped(moved, 1.0) - moved}, {"param/w", stepped(moved, 1.0)}};
-    const TensorsByName gold{{"update/w", (before.to(at::kDouble) + step.to(at::kDouble)) - before.to(at::kDouble)}};
-    const TensorsByName reference{{"update/w", step}};
     const std::map<std::string, Tolerance> tols{{"update/w", Tolerance{0.05, 0.05}}};
     auto judged = [&](const at::Tensor& target_update, std::string& note, const TensorsByName& nudged_run) {
       OutputReport o;
@@ -436,8 +434,7 @@ TEST(Decision, AShortStepTheDtypeRoundsAwayIsStillAFinding) {
       forgiven.dtype = c10::toString(dtype);
       std::vector<OutputAttribution> failing{{&o, forgiven}};
       const TensorsByName target{{"update/w", target_update}};
-      note = judge_training_family(failing, gold, reference, reference, witness, nudged_run, target, tols, dtype,
-                                   "the dtype");
+      note = judge_training_family(failing, witness, nudged_run, target, tols, dtype, "the dtype");
       mark_chaotic(failing, witness, nudged_run, target);
       Verdict v{Status::Mismatch, "update/w: 900 of 65536 elements outside tolerance", "update/w"};
       Fragile attribution = Fragile::Unknown;
