@@ -1,9 +1,10 @@
-// Benchmarks behind the claims in the README, printed as ratios measured in one run:
+// Benchmarks behind the claims in docs/benchmarks.md, printed as ratios measured in one run:
 //  (a) mpscheck's reported reference median vs a hand-written LibTorch loop of the same work
 //  (b) each case's whole host cost (everything but the timed compute) vs its unpadded compute
 //  (c) compare_tensors' throughput vs memcpy, for float32, float16 and bfloat16
 //  (d) verdict throughput in cases per second, --jobs 1 and --jobs 2
 //  (e) the reference cache: a second run with --reference-cache against the first
+//  (f) per-op replay of model cases (issue 49): a --models run with it against one without
 // The machine may be shared: each ratio's two sides are measured close together (alternating
 // where it matters), so a busy neighbour moves both, but absolute figures move with the load.
 #include "checks/compare.hpp"
@@ -497,18 +498,48 @@ void section_e(Bench& b) {
   }
 }
 
+// (f) Per-op replay: the same model cases with their ATen calls recorded and replayed alone on the
+// target, and with --no-op-replay (the run before issue 49), in turn, twice, the ratio pair by pair.
+// Untimed (--min-time 0), so the ratio is the verdict's cost alone.
+void section_f(Bench& b) {
+  const std::string args =
+      "--quick --min-time 0 --jobs 1 --target cpu:bfloat16 --filter "
+      "'^model/(mlp|mnist_cnn|lenet5|resnet18)/(infer|train)$'";
+  std::cout << "\n(f) per-op replay: " << args << ", with and without --no-op-replay, in turn\n";
+  try {
+    for (int pair = 1; pair <= 2; ++pair) {
+      const double with = run_mpscheck(b.dir, args + " --json replay.json");
+      const double without = run_mpscheck(b.dir, args + " --no-op-replay --json plain.json");
+      if (with < 0 || without < 0) throw std::runtime_error("an mpscheck run failed");
+      int replayed = 0, findings = 0;
+      for (const CaseResult& c : read_json_report(b.dir + "/replay.json").cases)
+        if (c.op_replay) {
+          replayed += c.op_replay->replayed;
+          findings += c.op_replay->findings();
+        }
+      std::cout << fmt::format(
+          "  pair {}: with {:.1f} s ({} distinct calls replayed, {} wrong alone), without "
+          "{:.1f} s: ratio {:.2f}x\n",
+          pair, with, replayed, findings, without, with / without);
+    }
+  } catch (const std::exception& e) {
+    std::cout << "  failed: " << e.what() << '\n';
+  }
+}
+
 // The sections, run in this order; the command line's letters choose among them.
 struct Section {
   char letter;
   void (*run)(Bench&);
 };
-const Section kSections[] = {{'a', section_a}, {'b', section_b}, {'c', section_c}, {'d', section_d}, {'e', section_e}};
+const Section kSections[] = {{'a', section_a}, {'b', section_b}, {'c', section_c},
+                             {'d', section_d}, {'e', section_e}, {'f', section_f}};
 
 }  // namespace
 
 // An argument of section letters runs only those sections ("c": the comparison alone); none runs all.
 int main(int argc, char** argv) {
-  const std::string sections = argc > 1 ? argv[1] : "abcde";
+  const std::string sections = argc > 1 ? argv[1] : "abcdef";
   PluginHost host;
   host.load_directory(MPSCHECK_PLUGINS_DIR);
   const Registry registry(host.workloads());

@@ -5,5 +5,5 @@
 #pragma once
 namespace mpscheck {
 inline constexpr const char* kVersion = "0.1.0";
-inline constexpr int kReportSchemaVersion = 1;
+inline constexpr int kReportSchemaVersion = 2;  // 2: a model case's op_replay (checks/op_calls.hpp)
 }  // namespace mpscheck
