@@ -1,7 +1,7 @@
 // What the environment block asks of the operating system, behind one interface: a Linux
 // implementation that reads the files the kernel and the distribution provide (tested here against
-// a fake root), and a macOS one that asks sysctl and dyld (never run here; see README). What a Mac
-// says of its chip, GPU and Metal comes from three programs whose text the plain parse functions
+// a fake root), and a macOS one that asks sysctl and dyld (never run here; docs/devices.md, "On a
+// Mac"). What a Mac says of its chip, GPU and Metal comes from three programs whose text the plain parse functions
 // below read; those are tested here on fixture text, and only running the commands is Mac-only.
 #pragma once
 
@@ -80,7 +80,7 @@ std::string plist_string(const std::string& xml, const std::string& key);
 // Whether this macOS version ("13.6.1", "14.4") is one on which PyTorch's MPS backend takes
 // bfloat16: from macOS 14 (pytorch/pytorch#119641; its error below that says "MPS bfloat16 type is
 // supported on MacOS 14.0 or newer"). The OS is necessary, not sufficient: a hosted runner's
-// paravirtual GPU lacks bfloat16 on images past macOS 14 (README, "Which runner"). Empty for a
+// paravirtual GPU lacks bfloat16 on images past macOS 14 (docs/devices.md, "On a Mac"). Empty for a
 // version it cannot read.
 std::string mps_bfloat16_text(const std::string& macos_version);
 

@@ -62,14 +62,15 @@ CORE_TIERS = [
     ("base", ["platform.*", "target.*", "host_text.*", "elf_deps.*", "plugin_host.*", "registry.*", "user_regex.*",
               "device_tier.*", "device_memory.*", "memory_cap.*", "environment.*", "journal.*", "run_plan.*", "input_spec.*",
               "reference_cache.*", "case_variant*", "config.*", "cli.*", "workflow*", "layer_repro.*",
-              "worker_protocol.*"]),
+              "worker_protocol.*", "op_record.*"]),
     # Cases from outside a plugin's catalog: TorchScript and .pt2 models, and the catalog that loads
     # plugins and models together.
-    ("workloads", ["torchscript_workload.*", "pt2_workload.*", "case_catalog.*"]),
+    ("workloads", ["torchscript_workload.*", "pt2_workload.*", "case_catalog.*", "op_call_workload.*",
+                   "op_call_script.*"]),
     # Running cases: one case's two sides run and handed to checks/ (execute), the worker process and
     # its probe, the run loop over many, and explore's variants.
     ("execution", ["execute*", "case_steps.*", "probe.*", "worker.*", "run_loop*", "explore*",
-                   "state_probe.*"]),
+                   "state_probe.*", "op_replay.*"]),
     # The program: a run's steps and outputs, the subcommands, main.
     ("commands", ["report_outputs.*", "run_setup.*", "commands.*", "app.*", "main.*"]),
 ]

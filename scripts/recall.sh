@@ -9,7 +9,7 @@
 set -eu
 build=${1:-build}
 if [ ! -x "$build/tests/mpscheck_integration_tests" ]; then
-  echo "recall.sh: $build/tests/mpscheck_integration_tests not found; build first: cmake --build $build -j2" >&2
+  echo "recall.sh: $build/tests/mpscheck_integration_tests not found; build the tests first: cmake -S . -B $build -DMPSCHECK_BUILD_TESTS=ON && cmake --build $build -j2" >&2
   exit 2
 fi
 log=$(mktemp)

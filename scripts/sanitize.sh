@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Builds the host, the plugins the tests load and the tests with ASan+UBSan (-DMPSCHECK_SANITIZE=ON,
 # in build-sanitize/) and runs the unit tests and the fault-injection, resume and hardening
-# integration tests with them. Run it before every change to core/ or checks/ (README: "Trust and
-# hardening"). Exit 0 only if every test passed and no process wrote a sanitizer report.
+# integration tests with them. Run it before every change to core/ or checks/ (docs/testing.md,
+# "Hardening"). Exit 0 only if every test passed and no process wrote a sanitizer report.
 #   scripts/sanitize.sh [--build-dir DIR] [--jobs N] [--no-build]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -23,7 +23,8 @@ build_dir=$(mkdir -p "$build_dir" && cd "$build_dir" && pwd)
 export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$root}
 start=$(date +%s)
 if ((build)); then
-  cmake -S "$root" -B "$build_dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMPSCHECK_SANITIZE=ON -DMPSCHECK_PCH=OFF >/dev/null
+  cmake -S "$root" -B "$build_dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMPSCHECK_SANITIZE=ON -DMPSCHECK_PCH=OFF \
+    -DMPSCHECK_BUILD_TESTS=ON >/dev/null
   # ops_activation and ops_shape: the fault run puts one healthy case of each around the faults.
   nice cmake --build "$build_dir" -j"$jobs" --target mpscheck mpscheck_unit_tests mpscheck_integration_tests \
     ops_activation ops_shape
