@@ -79,6 +79,13 @@ const Phrase kUnsupported[] = {
     // ATen/native/LinearAlgebraUtils.h, checkFloatingOrComplex without low-precision dtypes:
     // "linalg.inv: Low precision dtypes not supported. Got BFloat16".
     {"low precision dtypes not supported. got "},
+    // ATen/native/BatchLinearAlgebra.cpp (linalg.lstsq's driver dispatch): "This function doesn't
+    // handle types other than float and double".
+    {"doesn't handle types other than float and double"},
+    // ATen/native/LinearAlgebraUtils.h, checkIsMatrix/checkFloatingOrComplex as linalg.pinv words it:
+    // "linalg.pinv(Half{[5, 5]}): expected a tensor with 2 or more dimensions of float, double,
+    // cfloat or cdouble types".
+    {"dimensions of float, double, cfloat or cdouble types"},
 };
 
 // CUDA's sticky errors, as cudaGetErrorString words them (c10/cuda/CUDAException.h prefixes

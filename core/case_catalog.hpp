@@ -1,8 +1,10 @@
-// Every case a run can see: the plugins' workloads and the user's own TorchScript model, loaded
+// Every case a run can see: the plugins' workloads, OpInfo's recorded samples (an export in a plugin
+// folder, core/opinfo_cases.hpp) and the user's own TorchScript model, loaded
 // the same way by the host (to select and plan) and by each worker (to run), so both agree on
 // which ids exist.
 #pragma once
 
+#include "core/opinfo_cases.hpp"
 #include "core/plugin_host.hpp"
 #include "core/registry.hpp"
 
@@ -36,6 +38,10 @@ class CaseCatalog {
  private:
   PluginHost host_;
   std::vector<std::unique_ptr<Workload>> builtin_;
+  // The OpInfo exports found in the plugin folders, their workloads and their stand-in plugin records.
+  std::vector<std::unique_ptr<OpInfoCalls>> opinfo_;
+  std::vector<std::unique_ptr<PluginInfo>> opinfo_info_;
+  std::vector<std::unique_ptr<Workload>> opinfo_workloads_;
   std::unique_ptr<Registry> registry_;
 };
 

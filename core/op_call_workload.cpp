@@ -21,11 +21,20 @@ namespace {
 
 bool is_written(const c10::Argument& a) { return a.alias_info() && a.alias_info()->isWrite(); }
 
+// An argument of type ScalarType or ScalarType? (a dtype the op computes or returns in).
+bool is_dtype_argument(const c10::Argument& a) {
+  c10::TypePtr t = a.real_type();
+  if (auto opt = t->cast<c10::OptionalType>()) t = opt->getElementType();
+  return t->kind() == c10::TypeKind::ScalarTypeType;
+}
+
 // The tensor `t` as `where` computes it: a float32 one in where.dtype (float64 for the gold run,
 // rounded first to where.round_inputs_to for the baseline), any other floating one in its own dtype
 // but on float64's run, integer and bool ones as they are; each on where.device, with its layout.
 at::Tensor place(const at::Tensor& t, const Placement& where) {
-  if (!t.defined()) return t;
+  // A wrapped number (a Python scalar the dispatcher boxed) stays what it is: the op reads it as a
+  // scalar of the computation's dtype, from the CPU, on every side.
+  if (!t.defined() || t.unsafeGetTensorImpl()->is_wrapped_number()) return t;
   c10::ScalarType dtype = t.scalar_type();
   at::Tensor from = t;
   if (t.is_floating_point()) {
@@ -83,7 +92,17 @@ class OpCallInstance final : public Instance {
  public:
   OpCallInstance(const RecordedCall& call, const Placement& where)
       : call_(call), op_(c10::Dispatcher::singleton().findSchemaOrThrow(call.op.c_str(), call.overload.c_str())) {
-    for (const c10::IValue& a : call.args) args_.push_back(scalar_for(place_value(a, where), where.dtype));
+    const auto& params = call.schema->arguments();
+    for (size_t i = 0; i < call.args.size(); ++i) {
+      c10::IValue a = scalar_for(place_value(call.args[i], where), where.dtype);
+      // `dtype=torch.float32` (a norm or a sum asked to accumulate in float32) is float64 on the gold
+      // run, which otherwise cannot run the op: "the dtype of the input (Double) should be convertible
+      // without narrowing to the specified dtype (Float)". A reduced-precision side keeps float32.
+      if (where.dtype == c10::kDouble && i < params.size() && is_dtype_argument(params[i]) && a.isInt() &&
+          a.toInt() == static_cast<std::int64_t>(c10::kFloat))
+        a = c10::IValue(static_cast<std::int64_t>(c10::kDouble));
+      args_.push_back(std::move(a));
+    }
   }
   Outputs run() override {
     const auto& params = call_.schema->arguments();

@@ -60,7 +60,7 @@ std::vector<RegisteredWorkload> Registry::select(const Selection& selection) con
     if (!any_kind && !((is_op && selection.ops) || (!is_op && selection.models))) continue;
     const auto tags = w.workload->tags();
     const auto tagged = [&](const char* tag) { return std::find(tags.begin(), tags.end(), tag) != tags.end(); };
-    if (tagged("huge") ? !selection.huge : selection.skip_large && tagged("large")) continue;
+    if (tagged("huge") ? !selection.huge : selection.skip_large && (tagged("large") || tagged("full-only"))) continue;
     if (filter.matches(id)) out.push_back(w);
   }
   return out;

@@ -21,7 +21,7 @@ struct Selection {
   bool ops = false;
   bool models = false;
   std::vector<std::string> filters;
-  bool skip_large = false;  // --quick: leave out cases tagged "large"
+  bool skip_large = false;  // --quick: leave out cases tagged "large" or "full-only" (beyond OpInfo's quick samples)
   bool huge = false;        // --huge: cases tagged "huge" too (no other selection takes them)
 };
 

@@ -66,7 +66,7 @@ CORE_TIERS = [
     # Cases from outside a plugin's catalog: TorchScript and .pt2 models, and the catalog that loads
     # plugins and models together.
     ("workloads", ["torchscript_workload.*", "pt2_workload.*", "case_catalog.*", "op_call_workload.*",
-                   "op_call_script.*"]),
+                   "op_call_script.*", "opinfo_cases.*"]),
     # Running cases: one case's two sides run and handed to checks/ (execute), the worker process and
     # its probe, the run loop over many, and explore's variants.
     ("execution", ["execute*", "case_steps.*", "probe.*", "worker.*", "run_loop*", "explore*",
