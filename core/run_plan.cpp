@@ -43,6 +43,12 @@ std::vector<bool> same_computation_twins(const std::vector<std::string>& ids, co
 std::vector<bool> plan_timing(const std::vector<std::string>& ids, const std::vector<bool>& is_model, bool quick,
                               double min_time_s) {
   std::vector<bool> timed(ids.size(), min_time_s > 0);
+  // OpInfo's cases (core/opinfo_cases.hpp) are verdicts only: their shapes are OpInfo's test shapes,
+  // a few to a few hundred elements, whose times are a kernel launch's, not the op's.
+  for (size_t i = 0; i < ids.size(); ++i) {
+    OpIdParts p;
+    if (!is_model[i] && parse_op_id(ids[i], &p) && p.family == "opinfo") timed[i] = false;
+  }
   if (!quick || min_time_s <= 0) return timed;
   // Per op and dtype, the best representative: contiguous forward, else any forward, else the
   // first case; an id of another shape is timed on its own (nothing says what it stands for).
@@ -53,7 +59,7 @@ std::vector<bool> plan_timing(const std::vector<std::string>& ids, const std::ve
   std::map<std::string, std::pair<int, size_t>> best;  // "family/op/dtype" -> (rank, index)
   for (size_t i = 0; i < ids.size(); ++i) {
     OpIdParts p;
-    if (is_model[i] || !parse_op_id(ids[i], &p)) continue;
+    if (is_model[i] || !parse_op_id(ids[i], &p) || p.family == "opinfo") continue;
     timed[i] = false;
     const std::string key = p.family + '/' + p.op + '/' + p.dtype;
     const int r = rank(p);

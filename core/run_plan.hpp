@@ -27,8 +27,8 @@ bool parse_op_id(const std::string& id, OpIdParts* parts);
 std::string reduced_twin_id(const std::string& id, const std::string& reduced_short);
 std::vector<bool> same_computation_twins(const std::vector<std::string>& ids, const std::string& reduced_short);
 
-// `timed[i]` for `ids[i]` (kinds: true for a model case). Without quick every case is timed;
-// with min_time 0 none is.
+// `timed[i]` for `ids[i]` (kinds: true for a model case). Without quick every case is timed but
+// OpInfo's (op/opinfo/..., verdicts only: their shapes are test shapes); with min_time 0 none is.
 std::vector<bool> plan_timing(const std::vector<std::string>& ids, const std::vector<bool>& is_model, bool quick,
                               double min_time_s);
 

@@ -59,6 +59,13 @@ TEST(RunPlan, QuickTimesOneContiguousForwardPerOpAndDtypeAndEveryModel) {
             (std::vector<bool>{true, true, false, true, false, true, false, false, true, false, true, true}));
 }
 
+TEST(RunPlan, OpInfoCasesAreVerdictsOnlyInEveryRun) {
+  const std::vector<std::string> ids{"op/opinfo/addmm/f32/s0-addmm/forward", "op/opinfo/addmm/f16/s0-addmm/forward",
+                                     "op/linalg/addmm/f32/contiguous/forward"};
+  EXPECT_EQ(plan(ids, false), (std::vector<bool>{false, false, true}));
+  EXPECT_EQ(plan(ids, true), (std::vector<bool>{false, false, true}));
+}
+
 TEST(RunPlan, JobsDefaultToTheCoresOnCpuAndOneOnAnAccelerator) {
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   EXPECT_EQ(default_jobs(TargetSpec{"cpu", {}}), cores);
