@@ -24,10 +24,10 @@ namespace fs = std::filesystem;
 constexpr std::int64_t kFormat = 1;
 
 [[noreturn]] void bad(const fs::path& file, const std::string& what) {
-  throw PluginLoadError(fmt::format(
-      "OpInfo calls file {}: {}; regenerate it with `python3 scripts/export-opinfo.py {}` (cmake --build "
-      "does), or delete it to run without the OpInfo cases",
-      file.string(), what, file.string()));
+  throw PluginLoadError(
+      fmt::format("OpInfo calls file {}: {}; regenerate it with `python3 scripts/export-opinfo.py {}` (cmake --build "
+                  "does), or delete it to run without the OpInfo cases",
+                  file.string(), what, file.string()));
 }
 
 const c10::IValue& field(const c10::Dict<c10::IValue, c10::IValue>& d, const char* name, const fs::path& file,
@@ -44,8 +44,8 @@ std::optional<c10::IValue> untag(const std::string& s) {
   if (colon == std::string::npos) return std::nullopt;
   const std::string kind = s.substr(0, colon), name = s.substr(colon + 1);
   if (kind == "dtype") {
-    for (c10::ScalarType t : {c10::kFloat, c10::kDouble, c10::kHalf, c10::kBFloat16, c10::kLong, c10::kInt,
-                              c10::kShort, c10::kChar, c10::kByte, c10::kBool})
+    for (c10::ScalarType t : {c10::kFloat, c10::kDouble, c10::kHalf, c10::kBFloat16, c10::kLong, c10::kInt, c10::kShort,
+                              c10::kChar, c10::kByte, c10::kBool})
       if (name == c10::toString(t)) return c10::IValue(static_cast<std::int64_t>(t));
   } else if (kind == "memory_format") {
     const std::map<std::string, c10::MemoryFormat> formats = {{"Contiguous", c10::MemoryFormat::Contiguous},
@@ -106,7 +106,8 @@ c10::IValue convert(const c10::IValue& v, const c10::TypePtr& type, size_t n) {
       for (const auto& e : items) out.push_back(e.toTensor());
       return out;
     }
-    if (auto eopt = elem->cast<c10::OptionalType>(); eopt && eopt->getElementType()->kind() == c10::TypeKind::TensorType) {
+    if (auto eopt = elem->cast<c10::OptionalType>();
+        eopt && eopt->getElementType()->kind() == c10::TypeKind::TensorType) {
       c10::List<std::optional<at::Tensor>> out;
       for (const auto& e : items) out.push_back(e.isNone() ? std::nullopt : std::optional<at::Tensor>(e.toTensor()));
       return out;
@@ -197,7 +198,8 @@ OpInfoCalls read_opinfo_calls(const fs::path& file) {
   const auto top = root.toGenericDict();
   const c10::IValue& format = field(top, "format", file, "the file");
   if (!format.isInt() || format.toInt() != kFormat)
-    bad(file, fmt::format("is of format {}, this mpscheck reads format {}", format.isInt() ? format.toInt() : -1, kFormat));
+    bad(file,
+        fmt::format("is of format {}, this mpscheck reads format {}", format.isInt() ? format.toInt() : -1, kFormat));
   OpInfoCalls out;
   out.file = file.string();
   out.torch_version = field(top, "torch", file, "the file").toStringRef();
@@ -230,7 +232,9 @@ OpInfoCalls read_opinfo_calls(const fs::path& file) {
       ++skipped["arguments this reader cannot give the op"];
       continue;
     }
-    if (std::string why = not_replayable_because(schema, c10::ArrayRef<const c10::IValue>(c.call.args.data(), c.call.args.size())); !why.empty()) {
+    if (std::string why =
+            not_replayable_because(schema, c10::ArrayRef<const c10::IValue>(c.call.args.data(), c.call.args.size()));
+        !why.empty()) {
       ++skipped[why];
       continue;
     }

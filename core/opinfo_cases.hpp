@@ -29,11 +29,11 @@ inline constexpr const char* kOpInfoFileName = "opinfo-calls.pt";
 // One saved call and where in OpInfo it came from.
 struct OpInfoCall {
   RecordedCall call;
-  std::string opinfo;          // the OpInfo entry's full name: "nn.functional.gelu", "max.reduction_with_dim"
-  int sample = 0;              // its index among the entry's samples
-  bool backward = false;       // made by autograd's backward of the sample
-  int index = 0;               // its order among the sample's calls in that direction
-  bool quick = false;          // in the --quick selection (the entry's first sample)
+  std::string opinfo;             // the OpInfo entry's full name: "nn.functional.gelu", "max.reduction_with_dim"
+  int sample = 0;                 // its index among the entry's samples
+  bool backward = false;          // made by autograd's backward of the sample
+  int index = 0;                  // its order among the sample's calls in that direction
+  bool quick = false;             // in the --quick selection (the entry's first sample)
   std::vector<std::string> also;  // other entries' samples that made the same call ("addmm/s2")
 };
 

@@ -3,6 +3,8 @@
 #   - LibTorch 2.13 from the PyTorch pip wheel (torch==2.13.0, CPU build): the LibTorch Mac users
 #     build against through pip or Homebrew's pytorch, and the torch the Python reproducers run on.
 #     Its x86_64 build carries MKL for BLAS; `mpscheck env` measures matmul to catch a slow BLAS.
+#   - expecttest from PyPI (pinned): the build exports PyTorch's own OpInfo samples as cases
+#     (scripts/export-opinfo.py), and torch.testing._internal imports it.
 #   - the rest from Debian's own packages (fmt comes with LibTorch: its headers, used header-only).
 # --with-test-tools adds what the test suite needs besides mpscheck: GoogleTest, Debian's python3-torch and
 # python3-torchvision (an older torch that exports real torchvision networks as TorchScript files),
@@ -44,6 +46,12 @@ fi
 torch_version=2.13.0
 if ! python3 -c "import torch, sys; sys.exit(torch.__version__.split('+')[0] != '$torch_version')" 2>/dev/null; then
   python3 -m pip "${pip_args[@]}" "torch==$torch_version"
+fi
+# expecttest, pinned: torch.testing._internal imports it, and the build exports PyTorch's OpInfo
+# samples from there (scripts/export-opinfo.py, the op/opinfo cases). Pure Python, no dependencies.
+expecttest_version=0.3.0
+if ! python3 -c "import importlib.metadata as m, sys; sys.exit(m.version('expecttest') != '$expecttest_version')" 2>/dev/null; then
+  python3 -m pip "${pip_args[@]}" "expecttest==$expecttest_version"
 fi
 # transformers, pinned, for the Hugging Face test (scripts/export-hf.py builds BERT, GPT-2, T5 and
 # ViT from configs): it does not depend on torch, so the wheel above stays the one torch.

@@ -25,7 +25,10 @@ TEST(AllQuick, EveryRealCasePassesOnCpuExceptListedDtypeGaps) {
       EXPECT_EQ(status, "pass") << id << ": " << c["message"];
     } else if (status != "pass") {
       EXPECT_TRUE(c.value("expected", false)) << id << " is " << status << " and not in the expectations file";
-      EXPECT_TRUE(status == "unsupported" || status == "mismatch") << id << ": " << status;
+      // An OpInfo sample may also break the dtype itself (atanh of an input that rounds to 1): a nan
+      // the CPU's own run shares, listed as such (docs/opinfo.md).
+      const bool opinfo_hazard = id.rfind("op/opinfo/", 0) == 0 && status == "nan";
+      EXPECT_TRUE(status == "unsupported" || status == "mismatch" || opinfo_hazard) << id << ": " << status;
       ++expected;
     }
   }

@@ -64,17 +64,17 @@ TEST(OpInfoCases, ArgumentsTakeTheSchemasTypesAndTensorsKeepTheirLayout) {
   const at::Tensor bias = at::randn({5});
   Dict mm_kwargs = dict();
   mm_kwargs.insert("beta", 2);  // a Python int where the schema says Scalar
-  const auto file = write_export(
-      "types", {call("addmm", 0, "forward", "aten::addmm", "", list({bias, a, b_t}), mm_kwargs),
-                call("sum", 1, "forward", "aten::sum", "dim_IntList", list({a, list({1}), true}),
-                     [] {
-                       Dict k = dict();
-                       k.insert("dtype", "dtype:Double");
-                       return k;
-                     }()),
-                // A conversion and a view: not what the replay judges.
-                call("to", 0, "forward", "aten::_to_copy", "", list({a}), dict()),
-                call("t", 0, "forward", "aten::t", "", list({a}), dict())});
+  const auto file =
+      write_export("types", {call("addmm", 0, "forward", "aten::addmm", "", list({bias, a, b_t}), mm_kwargs),
+                             call("sum", 1, "forward", "aten::sum", "dim_IntList", list({a, list({1}), true}),
+                                  [] {
+                                    Dict k = dict();
+                                    k.insert("dtype", "dtype:Double");
+                                    return k;
+                                  }()),
+                             // A conversion and a view: not what the replay judges.
+                             call("to", 0, "forward", "aten::_to_copy", "", list({a}), dict()),
+                             call("t", 0, "forward", "aten::t", "", list({a}), dict())});
   const OpInfoCalls calls = read_opinfo_calls(file);
   std::filesystem::remove(file);
   ASSERT_EQ(calls.calls.size(), 2u);
