@@ -31,6 +31,10 @@ const std::vector<Message> kMessages = {
     {"MKL FFT doesn't support tensors of type: Half", Status::Unsupported, false},
     {"Expected both inputs to be Half, Float or Double tensors but got BFloat16 and BFloat16", Status::Unsupported, false},
     {"linalg.inv: Low precision dtypes not supported. Got BFloat16", Status::Unsupported, false},
+    // linalg.lstsq's and linalg.pinv's refusals of float16/bfloat16 (OpInfo's samples, docs/opinfo.md).
+    {"This function doesn't handle types other than float and double", Status::Unsupported, false},
+    {"linalg.pinv(Half{[5, 5]}): expected a tensor with 2 or more dimensions of float, double, cfloat or cdouble "
+     "types", Status::Unsupported, false},
     {"\"baddbmm_cuda\" not implemented for 'Int'", Status::Unsupported, false},
     // ATen/mps/MPSFallback.mm, mps_error_fallback (NotImplementedError).
     {"The operator 'aten::hardsigmoid.out' is not currently implemented for the MPS device. If you want this op to "

@@ -129,6 +129,34 @@ TEST(OpInfoCases, ASampleBeyondTheQuickSelectionIsFullOnlyAndRepeatedOpsCarryThe
   EXPECT_NE(std::find(tags.begin(), tags.end(), "backward"), tags.end());
 }
 
+// `x * 0.5` reaches the dispatcher as mul.Tensor with a number, and a norm asked for float32 names it:
+// the number is a scalar on every side (a float16 side stays float16), and the gold run computes the
+// norm in float64 rather than failing to narrow its float64 input to the float32 it was asked for.
+TEST(OpInfoCases, NumbersStayScalarsAndAFloat32DtypeArgumentIsFloat64OnTheGoldRun) {
+  const at::Tensor x = at::randn({4, 3});
+  Dict norm_kwargs = dict();
+  norm_kwargs.insert("dtype", "dtype:Float");
+  const auto file =
+      write_export("scalars", {call("mul", 0, "forward", "aten::mul", "Tensor", list({x, 0.5}), dict()),
+                               call("norm", 0, "forward", "aten::linalg_vector_norm", "", list({x}), norm_kwargs)});
+  const OpInfoCalls calls = read_opinfo_calls(file);
+  std::filesystem::remove(file);
+  ASSERT_EQ(calls.calls.size(), 2u);
+  const auto workloads = make_opinfo_workloads(calls);
+  Placement half;
+  half.dtype = c10::kHalf;
+  const Outputs scaled = workloads[1]->instantiate({}, half)->run();  // mul at f16
+  EXPECT_EQ(scaled[0].value.scalar_type(), c10::kHalf);
+  EXPECT_TRUE(at::allclose(scaled[0].value.to(c10::kFloat), x * 0.5, 1e-3, 1e-3));
+  Placement gold;
+  gold.dtype = c10::kDouble;
+  const Outputs normed = workloads[3]->instantiate({}, gold)->run();  // norm, f32 case, on the gold run
+  EXPECT_EQ(normed[0].value.scalar_type(), c10::kDouble);
+  EXPECT_NEAR(normed[0].value.item<double>(), x.to(c10::kDouble).norm().item<double>(), 1e-12);
+  const Outputs reference = workloads[3]->instantiate({}, {})->run();
+  EXPECT_EQ(reference[0].value.scalar_type(), c10::kFloat);
+}
+
 TEST(OpInfoCases, ABrokenFileIsOneLineNamingItAndTheCommandThatRemakesIt) {
   const auto other_format = write_export("format", {}, 7);
   try {
