@@ -234,15 +234,20 @@ def signature(v):
 MAX_CALL_BYTES = 1 << 20
 
 
+def tensor_total(v, measure):
+    """The sum of measure(t) over the tensors an encoded value holds (lists and dicts included)."""
+    if isinstance(v, torch.Tensor):
+        return measure(v)
+    if isinstance(v, (list, tuple)):
+        return sum(tensor_total(e, measure) for e in v)
+    if isinstance(v, dict):
+        return sum(tensor_total(e, measure) for e in v.values())
+    return 0
+
+
 def tensor_bytes(v):
     """Bytes of storage the encoded value's tensors hold."""
-    if isinstance(v, torch.Tensor):
-        return v.untyped_storage().nbytes()
-    if isinstance(v, (list, tuple)):
-        return sum(tensor_bytes(e) for e in v)
-    if isinstance(v, dict):
-        return sum(tensor_bytes(e) for e in v.values())
-    return 0
+    return tensor_total(v, lambda t: t.untyped_storage().nbytes())
 
 
 def returns_tensor(schema):
@@ -337,13 +342,7 @@ def run_sample(op, sample, index, backward):
 
 def tensor_elements(v):
     """Elements of the tensors an encoded value holds."""
-    if isinstance(v, torch.Tensor):
-        return v.numel()
-    if isinstance(v, (list, tuple)):
-        return sum(tensor_elements(e) for e in v)
-    if isinstance(v, dict):
-        return sum(tensor_elements(e) for e in v.values())
-    return 0
+    return tensor_total(v, lambda t: t.numel())
 
 
 def mark_quick(records):
