@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 #include <torch/csrc/jit/serialization/pickle.h>
 
+#include <algorithm>
 #include <fstream>
 #include <iterator>
 #include <map>
@@ -192,7 +193,11 @@ OpInfoCalls read_opinfo_calls(const fs::path& file) {
   try {
     root = torch::jit::pickle_load(bytes);
   } catch (const std::exception& e) {
-    bad(file, fmt::format("is not a file torch.save wrote ({})", std::string(e.what()).substr(0, 200)));
+    // The unpickler's first sentence ("PytorchStreamReader failed reading zip archive: not a ZIP
+    // archive"); its advice about checkpoints after it is not this file's.
+    const std::string why = e.what();
+    bad(file,
+        fmt::format("is not a file torch.save wrote ({})", why.substr(0, std::min(why.find(". "), why.find('\n')))));
   }
   if (!root.isGenericDict()) bad(file, "does not hold the export's dictionary");
   const auto top = root.toGenericDict();
